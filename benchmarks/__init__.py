@@ -1,0 +1,1 @@
+"""Benchmarks run by ``make bench``: the numbers that matter, printed, never asserted in tests."""

@@ -1,0 +1,54 @@
+"""The book's figures. Each function draws on a new figure (or on ``ax`` when given) and returns
+the ``matplotlib.axes.Axes`` it drew on, so a chapter can add to it or save it."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+
+def _axes(ax, size=(4.5, 3.5)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=size, layout="constrained")
+    return ax
+
+
+def plot_attention(A, labels=None, ax=None, title=None, decimals=3):
+    """Heat map of one attention matrix ``A: [n_queries, n_keys]``, each weight printed in its cell.
+
+    Rows are query positions (who attends), columns key positions (attended to); ``labels`` names
+    the positions (the same for rows and columns).
+    """
+    A = torch.as_tensor(A).detach().cpu().double().numpy()
+    if A.ndim != 2:
+        raise ValueError(f"A must be a matrix [n_queries, n_keys], got shape {A.shape}")
+    ax = _axes(ax)
+    image = ax.imshow(A, cmap="Blues", vmin=0.0, vmax=1.0)
+    for (i, j), weight in np.ndenumerate(A):
+        ax.text(j, i, f"{weight:.{decimals}f}", ha="center", va="center",
+                color="white" if weight > 0.6 else "black")
+    if labels is not None:
+        ax.set_xticks(range(A.shape[1]), labels[: A.shape[1]])
+        ax.set_yticks(range(A.shape[0]), labels[: A.shape[0]])
+    ax.set_xlabel("key position j (attended to)")
+    ax.set_ylabel("query position i (attending)")
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label="attention weight $a_{ij}$")
+    return ax
+
+
+def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
+    """Log-log plot of self-attention's operation count against sequence length ``n``.
+
+    ``counted`` are the counts measured for each ``n`` in ``ns``; ``quadratic`` and ``linear`` are
+    the predicted terms (the n² part from QKᵀ and AV, the n part from the projections).
+    """
+    ax = _axes(ax, size=(5.5, 4))
+    ax.loglog(ns, counted, "o", color="black", label="counted by PyTorch")
+    ax.loglog(ns, quadratic, "-", label=r"$QK^\top$ and $AV$ (grows as $n^2$)")
+    ax.loglog(ns, linear, "--", label=r"projections $XW^Q, XW^K, XW^V$ (grows as $n$)")
+    ax.set_xlabel("sequence length n")
+    ax.set_ylabel("floating-point operations")
+    ax.legend(frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax

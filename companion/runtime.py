@@ -1,0 +1,59 @@
+"""Where the book's code runs, at what scale, and with which random seed.
+
+Two environment variables steer every chapter:
+
+* ``COMPANION_DEVICE`` (e.g. ``cpu``, ``cuda``, ``cuda:1``) overrides the device; by default the
+  first CUDA GPU is used when there is one, else the CPU.
+* ``BOOK_SCALE`` is ``quick`` (each chapter in under two minutes on a 2-core CPU) or ``full`` (the
+  papers' sample sizes, meant for a GPU). By default it is ``full`` on CUDA and ``quick`` on CPU.
+"""
+
+import os
+import random
+
+import numpy as np
+import torch
+
+SCALES = ("quick", "full")
+
+
+def device() -> torch.device:
+    """The device to compute on: ``COMPANION_DEVICE`` if set, else CUDA if present, else CPU."""
+    requested = os.environ.get("COMPANION_DEVICE")
+    if requested:
+        try:
+            chosen = torch.device(requested)
+        except RuntimeError as error:
+            raise ValueError(
+                f"COMPANION_DEVICE={requested!r} is not a torch device name such as 'cpu' or 'cuda'"
+            ) from error
+        if chosen.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"COMPANION_DEVICE={requested!r} asks for CUDA, but none is available")
+        return chosen
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def scale() -> str:
+    """The scale profile, ``"quick"`` or ``"full"``: ``BOOK_SCALE`` if set, else by device."""
+    requested = os.environ.get("BOOK_SCALE")
+    if requested:
+        if requested not in SCALES:
+            raise ValueError(f"BOOK_SCALE={requested!r}; expected one of {SCALES}")
+        return requested
+    return "full" if device().type == "cuda" else "quick"
+
+
+def set_seed(seed: int) -> torch.Generator:
+    """Seed Python's, NumPy's and PyTorch's generators (CPU and CUDA) with ``seed``.
+
+    Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for functions that take an
+    explicit ``generator``. Two runs with the same seed on the same device give the same numbers.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must lie in [0, 2**32), got {seed}")
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 -- the global state is what a notebook's numpy uses
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return torch.Generator().manual_seed(seed)

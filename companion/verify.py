@@ -1,0 +1,44 @@
+"""Checking computed numbers against the numbers a source prints.
+
+A printed number carries its own precision: ``"0.769"`` claims the true value lies within
+half a unit in its last place, ``[0.7685, 0.7695]``. :func:`matches_print` checks exactly that.
+"""
+
+import torch
+
+
+def _half_unit(printed: str) -> float:
+    """Half a unit in the last printed place of ``printed`` (``"0.769"`` -> 0.0005)."""
+    digits = printed.strip().lstrip("+-").split("e")[0]
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    return 0.5 * 10.0**-decimals
+
+
+def matches_print(computed, printed) -> bool:
+    """True when every computed number rounds to the number printed in its place.
+
+    ``printed`` is a string such as ``"0.769"`` or a (nested) list of such strings shaped like
+    ``computed``; the precision of each comparison is read off its printed string.
+    """
+    if isinstance(printed, str):
+        printed = [printed]
+        computed = torch.as_tensor(computed, dtype=torch.float64).reshape(1)
+    flat_printed = []
+
+    def flatten(item):
+        if isinstance(item, str):
+            flat_printed.append(item)
+        elif isinstance(item, list | tuple):
+            for part in item:
+                flatten(part)
+        else:
+            raise TypeError(f"printed must hold strings such as '0.769', got {type(item).__name__}")
+
+    flatten(printed)
+    values = torch.as_tensor(computed, dtype=torch.float64).detach().cpu().reshape(-1)
+    if values.numel() != len(flat_printed):
+        raise ValueError(f"computed has {values.numel()} numbers but printed has "
+                         f"{len(flat_printed)}")
+    target = torch.tensor([float(p) for p in flat_printed], dtype=torch.float64)
+    tolerance = torch.tensor([_half_unit(p) for p in flat_printed], dtype=torch.float64)
+    return bool(((values - target).abs() <= tolerance * (1 + 1e-9)).all())

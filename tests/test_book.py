@@ -1,0 +1,82 @@
+"""The book's structure: committed notebooks carry no outputs, every chapter follows the
+chapter contract of DESIGN.md, every notebook is in the table of contents, and the HTML book
+builds with warnings as errors."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def cells(notebook: Path) -> list[dict]:
+    return json.loads(notebook.read_text())["cells"]
+
+
+def markdown(notebook: Path) -> str:
+    return "\n".join("".join(c["source"]) for c in cells(notebook) if c["cell_type"] == "markdown")
+
+
+def toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {toc["root"]}
+    for part in toc["parts"]:
+        files.update(chapter["file"] for chapter in part["chapters"])
+    return files
+
+
+def test_there_are_chapters():
+    assert NOTEBOOKS, "book/ holds no notebooks"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebooks_carry_no_outputs(notebook):
+    for cell in cells(notebook):
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [], f"{notebook.name}: a code cell has outputs"
+            assert cell["execution_count"] is None, f"{notebook.name}: an execution count"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_contract(notebook):
+    text = markdown(notebook)
+    assert text.lstrip().startswith("# "), "a chapter starts with its title"
+    assert "Learning objectives" in text
+    assert re.search(r"^## Summary", text, re.M)
+    exercises = re.findall(r"```\{exercise\}[^\n]*\n:label: ([\w-]+)", text)
+    assert len(exercises) >= 3, "at least three exercises"
+    solved = set(re.findall(r"```\{solution(?:-start)?\} ([\w-]+)", text))
+    assert set(exercises) <= solved, f"exercises without a solution: {set(exercises) - solved}"
+    assert "{footcite" in text and "```{footbibliography}" in text, "cites and lists references"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_is_in_the_table_of_contents(notebook):
+    assert f"book/{notebook.stem}" in toc_files()
+
+
+def test_every_toc_entry_exists():
+    for entry in toc_files():
+        assert any((ROOT / f"{entry}{suffix}").exists() for suffix in (".md", ".ipynb")), entry
+
+
+def test_book_builds_without_warnings(tmp_path):
+    """Build the HTML from the committed (output-free) notebooks, warnings as errors."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    config_file = tmp_path / "_config.yml"
+    config_file.write_text(yaml.safe_dump(config))
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    result = subprocess.run(
+        [str(jupyter_book), "build", str(ROOT), "--config", str(config_file),
+         "--path-output", str(tmp_path), "--warningiserror", "--nitpick", "--keep-going"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert (tmp_path / "_build" / "html" / "index.html").exists()

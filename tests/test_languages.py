@@ -1,0 +1,69 @@
+import itertools
+
+import pytest
+import torch
+
+from companion import languages
+
+
+def brute_force(m):
+    """Every string of length m as a Python tuple, and its three memberships by counting."""
+    for bits in itertools.product((0, 1), repeat=m):
+        ones = sum(bits)
+        yield bits, ones % 2 == 1, m > 0 and bits[0] == 1, ones > m - ones
+
+
+@pytest.mark.parametrize("m", range(0, 9))
+def test_languages_agree_with_counting_on_every_string(m):
+    cases = list(brute_force(m))
+    strings = torch.tensor([bits for bits, *_ in cases], dtype=torch.long).reshape(len(cases), m)
+    assert torch.equal(strings, languages.all_strings(m))
+    for decide, column in ((languages.parity, 1), (languages.first, 2), (languages.majority, 3)):
+        expected = torch.tensor([case[column] for case in cases])
+        assert torch.equal(decide(strings), expected)
+
+
+def test_single_strings_give_plain_bools():
+    assert languages.parity("0110") is False and languages.parity("0111") is True
+    assert languages.first("10") is True and languages.first("01") is False
+    assert languages.first("") is False
+    assert languages.majority("110") is True and languages.majority("1100") is False
+
+
+def test_random_strings_are_reproducible_and_uniform():
+    a = languages.random_strings(4000, 50, generator=torch.Generator().manual_seed(3))
+    b = languages.random_strings(4000, 50, generator=torch.Generator().manual_seed(3))
+    assert a.shape == (4000, 50) and a.dtype == torch.long and torch.equal(a, b)
+    assert set(a.unique().tolist()) == {0, 1}
+    assert abs(a.double().mean().item() - 0.5) < 0.01  # 200k fair bits: sd 0.0011
+
+
+@pytest.mark.parametrize(
+    "bad, error, words",
+    [
+        ("0120", ValueError, "'2'"),
+        (torch.tensor([[0, 2]]), ValueError, "0 and 1"),
+        (torch.tensor([[0.0, 1.0]]), TypeError, "integer dtype"),
+        (torch.tensor([[True, False]]), TypeError, "integer dtype"),
+        (torch.tensor([0, 1]), ValueError, r"\[B, m\]"),
+        (torch.zeros(0, 3, dtype=torch.long), ValueError, "empty batch"),
+        ([0, 1], TypeError, "str or a LongTensor"),
+    ],
+)
+@pytest.mark.parametrize("decide", [languages.parity, languages.first, languages.majority])
+def test_bad_strings_are_refused(decide, bad, error, words):
+    with pytest.raises(error, match=words):
+        decide(bad)
+
+
+def test_bad_sizes_are_refused():
+    with pytest.raises(ValueError, match="batch"):
+        languages.random_strings(0, 5)
+    with pytest.raises(TypeError, match="m"):
+        languages.random_strings(3, 2.0)
+    with pytest.raises(TypeError, match="generator"):
+        languages.random_strings(3, 2, generator=5)
+    with pytest.raises(ValueError, match="m must be <= 24"):
+        languages.all_strings(30)
+    with pytest.raises(ValueError, match="m must be >= 0"):
+        languages.all_strings(-1)

@@ -1,0 +1,45 @@
+import pytest
+import torch
+
+from companion import runtime
+
+
+def test_device_defaults_to_cuda_when_present(monkeypatch):
+    monkeypatch.delenv("COMPANION_DEVICE", raising=False)
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert runtime.device().type == expected
+
+
+def test_device_override_and_bad_override(monkeypatch):
+    monkeypatch.setenv("COMPANION_DEVICE", "cpu")
+    assert runtime.device() == torch.device("cpu")
+    monkeypatch.setenv("COMPANION_DEVICE", "tpu-please")
+    with pytest.raises(ValueError, match="COMPANION_DEVICE"):
+        runtime.device()
+
+
+def test_scale_follows_environment(monkeypatch):
+    monkeypatch.setenv("COMPANION_DEVICE", "cpu")
+    monkeypatch.delenv("BOOK_SCALE", raising=False)
+    assert runtime.scale() == "quick"
+    monkeypatch.setenv("BOOK_SCALE", "full")
+    assert runtime.scale() == "full"
+    monkeypatch.setenv("BOOK_SCALE", "huge")
+    with pytest.raises(ValueError, match="BOOK_SCALE"):
+        runtime.scale()
+
+
+def test_set_seed_makes_draws_repeat():
+    generator = runtime.set_seed(7)
+    first = (torch.rand(3), torch.rand(3, generator=generator))
+    generator = runtime.set_seed(7)
+    second = (torch.rand(3), torch.rand(3, generator=generator))
+    assert torch.equal(first[0], second[0]) and torch.equal(first[1], second[1])
+    runtime.set_seed(8)
+    assert not torch.equal(torch.rand(3), first[0])
+
+
+@pytest.mark.parametrize("seed, error", [(1.5, TypeError), (True, TypeError), (-1, ValueError)])
+def test_set_seed_rejects_bad_seeds(seed, error):
+    with pytest.raises(error, match="seed"):
+        runtime.set_seed(seed)
