@@ -57,6 +57,15 @@ def test_chapter_contract(notebook):
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_fits_the_page(notebook):
+    """The HTML theme shows about 80 characters of code before it scrolls sideways."""
+    for cell in cells(notebook):
+        if cell["cell_type"] == "code":
+            for line in "".join(cell["source"]).splitlines():
+                assert len(line) <= 79, f"{notebook.name}: code line too long: {line}"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_notebook_is_in_the_table_of_contents(notebook):
     assert f"book/{notebook.stem}" in toc_files()
 
