@@ -1,0 +1,231 @@
+"""Hand-set networks that recognize PARITY and FIRST exactly (Chiang & Cholak 2022, §3, §4, §5).
+
+Every construction declares its residual stream once as a :class:`~companion.transformer.Layout`
+of named dimensions and writes each matrix by name, following the paper's matrices entry by
+entry. The transformers map ``w: LongTensor[B, m]`` (or a str) to logits ``[B]`` and accept iff
+the logit is positive; they compute in float64 unless converted with ``.to(dtype)``.
+
+One deliberate difference from the paper's text: the paper puts ``c * sqrt(d)`` in ``W^Q`` so
+that, after attention divides by ``sqrt(d)``, the attention logits are ``c`` times the keys. We
+keep that meaning of ``c`` for the layer-normalized models too, whose ``d`` is doubled.
+"""
+
+import math
+
+import torch
+
+from companion._checks import check_int
+from companion.languages import as_strings
+from companion.transformer import Encoder, EncoderLayer, Layout
+
+PARITY_LAYOUT = Layout("is_0", "is_1", "is_cls", "i/n", "cos(i*pi)", "k/n", "1/n", "[i=k]/n", "s")
+FIRST_LAYOUT = Layout("is_0", "is_1", "is_cls", "[i=1]", "[w_i=1 and i=1]", "s")
+FLAWED_FIRST_LAYOUT = Layout("is_0", "is_1", "is_cls", "[i=1]", "s")
+ONE = Layout("1")  # a one-dimensional query/key space
+
+
+def _check_c(c):
+    if isinstance(c, bool) or not isinstance(c, int | float):
+        raise TypeError(f"c must be a number, got {type(c).__name__}")
+    if not c > 0:
+        raise ValueError(f"c must be > 0 (the attention logit scale), got {c}")
+    return float(c)
+
+
+def _check_eps(eps):
+    if isinstance(eps, bool) or not isinstance(eps, int | float):
+        raise TypeError(f"eps must be a number, got {type(eps).__name__}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    return float(eps)
+
+
+def _word_embedding(layout: Layout) -> torch.Tensor:
+    """Rows for the symbols 0, 1 and CLS: the one-hot directions is_0, is_1, is_cls."""
+    return torch.stack([layout.vector({name: 1.0}) for name in ("is_0", "is_1", "is_cls")])
+
+
+def _layer(layout: Layout, heads: int, d_ff: int, **weights) -> EncoderLayer:
+    """An :class:`EncoderLayer` on ``layout`` with the given weights (the rest zero).
+    ``weights`` maps ``W_Q``/``W_K``/``W_V`` to a list (one per head) and ``W_F1``, ``b_F1``,
+    ``W_F2``, ``b_F2`` to tensors."""
+    layer = EncoderLayer(layout.d, d_hid=1, heads=heads, d_ff=d_ff)
+    with torch.no_grad():
+        for name, value in weights.items():
+            target = getattr(layer, name)
+            target.copy_(torch.stack(value) if isinstance(value, list) else value)
+    return layer
+
+
+def _finish(layout, word_embedding, position_embedding, layers, layernorm, eps, log_length=False):
+    """The encoder, with the output layer reading the dimension ``s``; with ``layernorm``, the
+    negation-doubled model of §4.1 with layer normalization after every residual connection."""
+    encoder = Encoder(word_embedding, position_embedding, layers, layout.vector({"s": 1.0}),
+                      log_length=log_length)
+    encoder.layout = layout
+    return double_for_layernorm(encoder, eps) if layernorm else encoder
+
+
+def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
+    """Seed 000 §4.1: compute every value ``x`` together with ``-x`` so that layer normalization
+    (switched on, with ``eps``) has zero mean to remove and only rescales the activations.
+
+    Embeddings become ``[a; -a]``; ``W^Q, W^K -> [W 0]`` (times ``sqrt 2``, keeping the logit
+    scale as ``d`` doubles); ``W^V -> [[W^V 0]; [-W^V 0]]``; ``W^F1 -> [W^F1 0]``;
+    ``W^F2 -> [W^F2; -W^F2]`` and ``b^F2 -> [b^F2; -b^F2]``; the output reads the first half.
+    """
+    _check_eps(eps)
+    d = encoder.d
+    both = lambda x: torch.cat([x, -x], dim=-1)  # noqa: E731
+    with torch.no_grad():
+        position = encoder.position_function or encoder.position_table.detach()
+        doubled_position = (lambda n: both(position(n))) if callable(position) else both(position)
+        layers = []
+        for old in encoder.layers:
+            heads, d_hid, _ = old.W_Q.shape
+            new = EncoderLayer(2 * d, d_hid, heads, old.W_F1.shape[0], dtype=old.W_Q.dtype)
+            pad = lambda W: torch.cat([W, torch.zeros_like(W)], dim=-1)  # noqa: E731
+            new.W_Q.copy_(math.sqrt(2) * pad(old.W_Q))
+            new.W_K.copy_(pad(old.W_K))
+            new.W_V.copy_(torch.cat([pad(old.W_V), -pad(old.W_V)], dim=-2))
+            new.W_F1.copy_(pad(old.W_F1))
+            new.b_F1.copy_(old.b_F1)
+            new.W_F2.copy_(torch.cat([old.W_F2, -old.W_F2], dim=0))
+            new.b_F2.copy_(both(old.b_F2))
+            layers.append(new)
+        output = torch.cat([encoder.output_weight, torch.zeros_like(encoder.output_weight)])
+        doubled = Encoder(both(encoder.word_embedding), doubled_position, layers, output,
+                          encoder.output_bias.item(), norm="post", layernorm=True, eps=eps,
+                          log_length=encoder.log_length)
+    layout = getattr(encoder, "layout", None)
+    if layout is not None:
+        doubled.layout = Layout(*layout.names, *(f"-{name}" for name in layout.names))
+    return doubled
+
+
+def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0) -> Encoder:
+    """The two-layer, two-head transformer of seed 000 §3.2 that recognizes PARITY.
+
+    Layer 1 averages ``is_1`` into ``k/n`` and ``is_cls`` into ``1/n``; its FFN computes
+    ``[i=k]/n`` with three ReLUs; layer 2's two heads attend to odd and even positions with
+    logits ``-c cos(i pi)`` and ``c cos(i pi)`` and subtract what they find, so that the logit
+    ``s`` is ``(-1)^(k+1) 2 tanh(c) / n^2`` for even ``n``. With ``layernorm``, §4.1's version.
+    """
+    c, L = _check_c(c), PARITY_LAYOUT
+    _check_eps(eps)
+    hidden = Layout("k-i-1", "k-i", "k-i+1")  # each divided by n, before the ReLU
+
+    def position_embedding(n):
+        i = torch.arange(n, dtype=torch.float64)
+        pe = torch.zeros(n, L.d, dtype=torch.float64)
+        pe[:, L["i/n"]] = i / n
+        pe[:, L["cos(i*pi)"]] = 1.0 - 2.0 * (i % 2)  # cos(i pi), exactly
+        return pe
+
+    count = _layer(
+        L, heads=2, d_ff=3,
+        W_V=[L.matrix(L, {("k/n", "is_1"): 1.0, ("1/n", "is_cls"): 1.0}), L.matrix(L, {})],
+        W_Q=[ONE.matrix(L, {})] * 2, W_K=[ONE.matrix(L, {})] * 2,
+        W_F1=hidden.matrix(L, {
+            ("k-i-1", "i/n"): -1.0, ("k-i-1", "k/n"): 1.0, ("k-i-1", "1/n"): -1.0,
+            ("k-i", "i/n"): -1.0, ("k-i", "k/n"): 1.0,
+            ("k-i+1", "i/n"): -1.0, ("k-i+1", "k/n"): 1.0, ("k-i+1", "1/n"): 1.0,
+        }),
+        W_F2=L.matrix(hidden, {("[i=k]/n", "k-i-1"): 1.0, ("[i=k]/n", "k-i"): -2.0,
+                               ("[i=k]/n", "k-i+1"): 1.0}),
+    )
+    query = ONE.matrix(L, {("1", "is_cls"): c * math.sqrt(L.d)})
+    compare = _layer(
+        L, heads=2, d_ff=1,
+        W_Q=[query, query],
+        W_K=[ONE.matrix(L, {("1", "cos(i*pi)"): -1.0}), ONE.matrix(L, {("1", "cos(i*pi)"): 1.0})],
+        W_V=[L.matrix(L, {("s", "[i=k]/n"): 1.0}), L.matrix(L, {("s", "[i=k]/n"): -1.0})],
+    )
+    return _finish(L, _word_embedding(L), position_embedding, [count, compare], layernorm, eps)
+
+
+def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
+                      log_length: bool = False) -> Encoder:
+    """The two-layer transformer of seed 000 §3.3 that recognizes FIRST.
+
+    Its FFN marks position 1 when it holds a 1; layer 2 makes CLS attend to position 1 with
+    logit ``c``, so ``s = e^c / (e^c + n - 1) * ([w_1 = 1] - 1/2)`` (eq. 1). With
+    ``log_length`` the logits are scaled by ``log n`` (§5.3); with ``layernorm``, §4.1's version.
+    """
+    c, L = _check_c(c), FIRST_LAYOUT
+    _check_eps(eps)
+    hidden = Layout("[w_i=1 and i=1]")
+
+    def position_embedding(n):
+        pe = torch.zeros(n, L.d, dtype=torch.float64)
+        if n > 1:
+            pe[1, L["[i=1]"]] = 1.0
+        return pe
+
+    detect = _layer(
+        L, heads=1, d_ff=1,
+        W_F1=hidden.matrix(L, {("[w_i=1 and i=1]", "is_0"): -1.0,
+                               ("[w_i=1 and i=1]", "is_cls"): -1.0,
+                               ("[w_i=1 and i=1]", "[i=1]"): 1.0}),
+        W_F2=L.matrix(hidden, {("[w_i=1 and i=1]", "[w_i=1 and i=1]"): 1.0}),
+    )
+    look = _layer(
+        L, heads=1, d_ff=1,
+        W_Q=[ONE.matrix(L, {("1", "is_cls"): c * math.sqrt(L.d)})],
+        W_K=[ONE.matrix(L, {("1", "[i=1]"): 1.0})],
+        W_V=[L.matrix(L, {("s", "[i=1]"): -0.5, ("s", "[w_i=1 and i=1]"): 1.0})],
+    )
+    return _finish(L, _word_embedding(L), position_embedding, [detect, look], layernorm, eps,
+                   log_length)
+
+
+def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encoder:
+    """The one-layer transformer of seed 000 §5.2, which does not zero out the other positions:
+    ``s = (e^c - 1)/(e^c + n - 1) ([w_1 = 1] - 1/2) + (k - n/2)/(e^c + n - 1)``; correct for
+    every string of length n only when ``c > log(n - 1)``, or with ``log_length`` (§5.3)."""
+    c, L = _check_c(c), FLAWED_FIRST_LAYOUT
+
+    def position_embedding(n):
+        pe = torch.zeros(n, L.d, dtype=torch.float64)
+        if n > 1:
+            pe[1, L["[i=1]"]] = 1.0
+        return pe
+
+    look = _layer(
+        L, heads=1, d_ff=1,
+        W_Q=[ONE.matrix(L, {("1", "is_cls"): c * math.sqrt(L.d)})],
+        W_K=[ONE.matrix(L, {("1", "[i=1]"): 1.0})],
+        W_V=[L.matrix(L, {("s", "is_0"): -0.5, ("s", "is_1"): 0.5, ("s", "is_cls"): -0.5})],
+    )
+    return _finish(L, _word_embedding(L), position_embedding, [look], False, 0.0, log_length)
+
+
+class RumelhartParity:
+    """The two-layer step-function FFNN of Rumelhart et al. (1986) for PARITY on strings of
+    length exactly ``m`` (seed 000 §3.1), in the column convention.
+
+    ``W1 = ones(m, m)``, ``b1[j] = -(j + 1) + 0.5`` so that unit ``j`` is ``[k >= j + 1]``;
+    ``W2[j] = (-1)^j`` (1, -1, 1, ...) and ``b2 = -0.5``. Calling it on ``w: [B, m]`` returns
+    ``BoolTensor[B]``, True iff the number of 1s is odd.
+    """
+
+    def __init__(self, m: int):
+        self.m = check_int(m, "m", minimum=1)
+        j = torch.arange(m, dtype=torch.float64)
+        self.W1, self.b1 = torch.ones(m, m, dtype=torch.float64), -(j + 1) + 0.5
+        self.W2, self.b2 = (1.0 - 2.0 * (j % 2)).reshape(1, m), torch.tensor([-0.5])
+
+    def hidden(self, w) -> torch.Tensor:
+        """First layer ``H(W1 x + b1)``: ``[B, m]``, column ``j`` is ``[k >= j + 1]``."""
+        strings = as_strings(w)
+        if strings.shape[1] != self.m:
+            raise ValueError(f"w must have length m = {self.m}, got {strings.shape[1]}")
+        return (strings.double() @ self.W1.T + self.b1 > 0).double()
+
+    def __call__(self, w) -> torch.Tensor:
+        return (self.hidden(w) @ self.W2.T + self.b2 > 0).squeeze(-1)
+
+
+def rumelhart_parity(m: int) -> RumelhartParity:
+    """Rumelhart et al.'s FFNN for PARITY of strings of length exactly ``m`` (seed 000 §3.1)."""
+    return RumelhartParity(m)

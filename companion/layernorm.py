@@ -1,0 +1,38 @@
+"""Layer normalization (Ba et al., 2016), exact at ``eps = 0``.
+
+``layer_norm(x) = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta`` over the last dimension,
+with the biased variance ``mean((x - mean(x))**2)`` of 004 eq. (5.16), as ``F.layer_norm``
+computes it. With ``eps = 0`` a constant vector (variance 0) has no normalization; it raises
+instead of returning NaN.
+"""
+
+import torch
+
+from companion._checks import check_float_tensor
+
+
+def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> torch.Tensor:
+    """Normalize ``x: [..., d]`` over its last dimension; ``gamma``, ``beta``: ``[d]`` or None."""
+    check_float_tensor(x, "x", ranks=tuple(range(1, 9)))
+    if isinstance(eps, bool) or not isinstance(eps, int | float):
+        raise TypeError(f"eps must be a number, got {type(eps).__name__}")
+    if eps < 0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    d = x.shape[-1]
+    for name, param in (("gamma", gamma), ("beta", beta)):
+        if param is not None:
+            check_float_tensor(param, name, ranks=(1,))
+            if param.shape[0] != d:
+                raise ValueError(f"{name} must have shape [{d}] (x's last dim), "
+                                 f"got {tuple(param.shape)}")
+    centered = x - x.mean(dim=-1, keepdim=True)
+    variance = centered.square().mean(dim=-1, keepdim=True)
+    if eps == 0 and bool((variance == 0).any()):
+        raise ValueError("layer_norm with eps = 0 got a constant vector (variance 0); "
+                         "its normalization is undefined")
+    y = centered / torch.sqrt(variance + eps)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y

@@ -1,0 +1,150 @@
+"""The hand-set networks of Chiang & Cholak (2022) against brute force and their closed forms.
+
+The closed forms are derived by hand from the paper (Appendix A and §3-§5); they are checked
+against the encoder's computation, never against values copied from it."""
+
+import math
+
+import pytest
+import torch
+
+from companion.constructions import (
+    first_transformer,
+    flawed_first_transformer,
+    parity_transformer,
+    rumelhart_parity,
+)
+from companion.languages import all_strings, first, parity
+
+EXACT = {
+    "parity": (lambda: parity_transformer(), parity),
+    "parity c=3": (lambda: parity_transformer(c=3.0), parity),
+    "parity LN eps=0": (lambda: parity_transformer(layernorm=True), parity),
+    "parity LN eps=1e-5": (lambda: parity_transformer(layernorm=True, eps=1e-5), parity),
+    "first": (lambda: first_transformer(), first),
+    "first LN eps=1e-5": (lambda: first_transformer(layernorm=True, eps=1e-5), first),
+    "first log-length": (lambda: first_transformer(log_length=True), first),
+    "flawed first log-length": (lambda: flawed_first_transformer(log_length=True), first),
+}
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_exact_on_every_string_up_to_length_12(name):
+    build, language = EXACT[name]
+    model = build()
+    with torch.no_grad():
+        for m in range(13):
+            w = all_strings(m)
+            assert torch.equal(model(w) > 0, language(w)), f"{name} fails at m = {m}"
+
+
+def parity_logit(n, k, c):
+    """Seed 000 §3.2 / Appendix A, derived again: the logit s at CLS for n positions, k ones."""
+    if n % 2 == 0:
+        return (-1) ** (k + 1) * 2 * math.tanh(c) / n**2
+    z1 = (n - 1) / 2 * math.exp(c) + (n + 1) / 2 * math.exp(-c)
+    z2 = (n + 1) / 2 * math.exp(c) + (n - 1) / 2 * math.exp(-c)
+    if k % 2 == 0:
+        return -(n - 1) * math.sinh(2 * c) / (n * z1 * z2)
+    return (n + 1) * math.sinh(2 * c) / (n * z1 * z2)
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
+def test_parity_logit_closed_form(c):
+    model = parity_transformer(c=c)
+    with torch.no_grad():
+        for m in range(1, 11):
+            w = all_strings(m)
+            k = w.sum(dim=1).tolist()
+            expected = torch.tensor([parity_logit(m + 1, kk, c) for kk in k], dtype=torch.float64)
+            torch.testing.assert_close(model(w), expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("c", [0.5, 1.0, 2.0])
+def test_first_logit_closed_forms(c):
+    with torch.no_grad():
+        for m in range(1, 11):
+            w, n = all_strings(m), m + 1
+            sign = w[:, 0].double() - 0.5
+            k = w.sum(dim=1).double()
+            eq1 = math.exp(c) / (math.exp(c) + n - 1) * sign
+            torch.testing.assert_close(first_transformer(c=c)(w), eq1)
+            flawed = ((math.exp(c) - 1) * sign + (k - n / 2)) / (math.exp(c) + n - 1)
+            torch.testing.assert_close(flawed_first_transformer(c=c)(w), flawed)
+            log_scaled = n / (2 * n - 1) * sign
+            torch.testing.assert_close(first_transformer(log_length=True)(w), log_scaled)
+            flawed_log = ((n - 1) * sign + (k - n / 2)) / (2 * n - 1)
+            torch.testing.assert_close(flawed_first_transformer(log_length=True)(w), flawed_log)
+
+
+def test_flawed_first_fails_exactly_when_c_is_too_small():
+    """Correct on every string of length m iff the worst case says so (seed 000 §5.2)."""
+    with torch.no_grad():
+        for m in range(2, 11):
+            n, w = m + 1, all_strings(m)
+            for c in (0.5, 1.0, 1.5, 2.0, 2.5):
+                correct = bool(torch.equal(flawed_first_transformer(c=c)(w) > 0, first(w)))
+                # worst cases: "1" then zeros (k = 1), and "0" then ones (k = n - 2)
+                worst_accept = (math.exp(c) - 1) / 2 + 1 - n / 2 > 0
+                worst_reject = -(math.exp(c) - 1) / 2 + (n - 2) - n / 2 < 0
+                assert correct == (worst_accept and worst_reject), (m, c)
+                if c > math.log(n - 1):
+                    assert correct
+
+
+def test_parity_activations_are_the_papers_vectors():
+    model = parity_transformer()
+    L = model.layout
+    w = torch.tensor([[1, 0, 1, 1, 0, 1]])  # n = 7 positions, k = 4
+    n, k = 7, 4
+    _, trace = model(w, record=True)
+    i = torch.arange(n, dtype=torch.float64)
+    symbols = torch.tensor([2, 1, 0, 1, 1, 0, 1])
+    c1 = trace.c[0][0]
+    assert torch.equal(c1[:, L["is_1"]], (symbols == 1).double())
+    assert torch.equal(c1[:, L["is_cls"]], (symbols == 2).double())
+    torch.testing.assert_close(c1[:, L["i/n"]], i / n)
+    assert torch.equal(c1[:, L["cos(i*pi)"]], torch.cos(i * math.pi).round())
+    torch.testing.assert_close(c1[:, L["k/n"]], torch.full((n,), k / n, dtype=torch.float64))
+    torch.testing.assert_close(c1[:, L["1/n"]], torch.full((n,), 1 / n, dtype=torch.float64))
+    a1 = trace.a[1][0]
+    torch.testing.assert_close(a1[:, L["[i=k]/n"]], (i == k).double() / n, rtol=0, atol=1e-15)
+    a2_cls = trace.a[2][0, 0]
+    expected = L.vector({"is_cls": 1.0, "cos(i*pi)": 1.0, "k/n": k / n, "1/n": 1 / n,
+                         "s": parity_logit(n, k, 1.0)})
+    torch.testing.assert_close(a2_cls, expected, rtol=0, atol=1e-15)
+
+
+def test_layernorm_with_eps_zero_is_scale_invariant_in_decisions():
+    """Appendix B: LN only rescales the negation-doubled activations; decisions are kept."""
+    plain, normed = parity_transformer(), parity_transformer(layernorm=True)
+    w = all_strings(9)
+    _, trace = normed(w, record=True)
+    doubled = trace.a[1]
+    torch.testing.assert_close(doubled.mean(-1), torch.zeros(doubled.shape[:2],
+                                                            dtype=torch.float64))
+    assert torch.equal(plain(w) > 0, normed(w) > 0)
+
+
+@pytest.mark.parametrize("m", range(1, 13))
+def test_rumelhart_parity_on_every_string(m):
+    network, w = rumelhart_parity(m), all_strings(m)
+    assert torch.equal(network(w), parity(w))
+    k = w.sum(dim=1, keepdim=True)
+    assert torch.equal(network.hidden(w), (k >= torch.arange(1, m + 1)).double())
+
+
+def test_bad_arguments():
+    for build in (parity_transformer, first_transformer, flawed_first_transformer):
+        with pytest.raises(ValueError, match="c must be > 0"):
+            build(c=0.0)
+        with pytest.raises(TypeError, match="c must be a number"):
+            build(c="big")
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        parity_transformer(layernorm=True, eps=-0.1)
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        first_transformer(eps=-1.0)
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        rumelhart_parity(0)
+    with pytest.raises(ValueError, match="length m = 4"):
+        rumelhart_parity(4)("011")
