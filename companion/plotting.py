@@ -52,3 +52,16 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
     ax.legend(frameon=False)
     ax.grid(True, which="major", alpha=0.3)
     return ax
+
+
+def plot_position_embedding(pe, ax=None, title=None):
+    """Heat map of a position embedding ``pe: [n, d]``: positions down, dimensions across."""
+    pe = torch.as_tensor(pe).detach().cpu().double().numpy()
+    ax = _axes(ax, size=(5.5, 4))
+    image = ax.imshow(pe, cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="none")
+    ax.set_xlabel("dimension j")
+    ax.set_ylabel("position i")
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label="PE(i)[j]")
+    return ax

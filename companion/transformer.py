@@ -34,6 +34,21 @@ CLS = 2
 SCORE_BUDGET = 2**24  # attention scores held at once (B * heads * queries * keys)
 
 
+def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
+    """Vaswani et al.'s position embedding (004 eq. 5.2) for positions ``0..n-1``: ``[n, d]``.
+
+    ``PE(i)[j] = sin(i / 10000^(j/d))`` for even ``j`` and ``cos(i / 10000^((j-1)/d))`` for odd
+    ``j``; it does not depend on ``n``.
+    """
+    check_int(n, "n", minimum=1)
+    check_int(d, "d", minimum=1)
+    i = torch.arange(n, dtype=torch.float64).unsqueeze(1)
+    j = torch.arange(d)
+    frequency = 10000.0 ** (-(j - j % 2).double() / d)
+    angle = i * frequency
+    return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
+
+
 class Layout:
     """Named basis directions of a vector space (as tracr's ``craft`` names the residual stream).
 
@@ -135,11 +150,13 @@ class Encoder(nn.Module):
     ``word_embedding``: ``[3, d]``, rows for the symbols 0, 1 and CLS. ``position_embedding``:
     a function ``n -> [n, d]`` (it may depend on ``n``, like ``i/n``) or a learned table
     ``[max_n, d]``. ``layers``: :class:`EncoderLayer` s of model dimension ``d``.
-    ``output_weight: [d]`` and ``output_bias`` give the logit at CLS.
+    ``output_weight: [d]`` and ``output_bias`` give the logit at CLS. The weights are frozen
+    unless ``requires_grad``.
     """
 
     def __init__(self, word_embedding, position_embedding, layers, output_weight,
-                 output_bias=0.0, norm="post", layernorm=False, eps=0.0, log_length=False):
+                 output_bias=0.0, norm="post", layernorm=False, eps=0.0, log_length=False,
+                 requires_grad=False):
         super().__init__()
         d = word_embedding.shape[-1]
         if word_embedding.shape != (3, d):
@@ -171,6 +188,7 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.output_weight = nn.Parameter(output_weight.clone())
         self.output_bias = nn.Parameter(torch.as_tensor(output_bias, dtype=word_embedding.dtype))
+        self.requires_grad_(requires_grad)  # hand-set weights are frozen unless asked otherwise
 
     def LN(self, x):
         return layer_norm(x, self.eps) if self.layernorm else x

@@ -125,3 +125,18 @@ def test_bad_arguments():
         model("01")
     with pytest.raises(ValueError, match="log-length"):
         to_torch(first_transformer(log_length=True))
+
+
+def test_sinusoidal_embedding_against_the_formula():
+    from companion.transformer import sinusoidal_position_embedding
+
+    pe = sinusoidal_position_embedding(9, 6)
+    for i in range(9):
+        for j in range(6):
+            if j % 2 == 0:
+                expected = math.sin(10000 ** (-j / 6) * i)
+            else:
+                expected = math.cos(10000 ** (-(j - 1) / 6) * i)
+            assert abs(pe[i, j].item() - expected) < 1e-15
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        sinusoidal_position_embedding(0, 4)
