@@ -49,6 +49,18 @@ def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
     return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
 
 
+def _distinct_rows(rows: torch.Tensor):
+    """``(distinct, which)`` with ``rows == distinct[which]``, or ``(None, None)`` when finding
+    them would cost more than it saves (``torch.unique`` over rows is slow for many rows)."""
+    if bool((rows == rows[:1]).all()):
+        return rows[:1], torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device)
+    if rows.shape[0] > 2**16:
+        return None, None
+    exact = rows if rows.dtype in (torch.float32, torch.float64) else rows.float()
+    distinct, which = torch.unique(exact, dim=0, return_inverse=True)
+    return distinct.to(rows.dtype), which
+
+
 class Layout:
     """Named basis directions of a vector space (as tracr's ``craft`` names the residual stream).
 
@@ -122,23 +134,53 @@ class EncoderLayer(nn.Module):
                 raise ValueError(f"{where}.{name} must have shape {list(shape)} for d = {d}, "
                                  f"got {list(getattr(self, name).shape)}")
 
-    def attention(self, x, queries: slice, scale, record: bool):
-        """Sum over heads of softmax(scale * K q) V for the query positions ``queries``.
-        ``x: [B, n, d]``; ``scale: [B, 1, 1, 1]`` or a float. Returns ``[B, n_q, d]`` and the
-        weights ``[B, heads, n_q, n]`` when ``record``."""
-        Q = torch.einsum("hkd,bnd->bhnk", self.W_Q, x[:, queries])
-        K = torch.einsum("hkd,bnd->bhnk", self.W_K, x)
-        V = torch.einsum("hed,bnd->bhne", self.W_V, x)
-        B, H, n_q, _ = Q.shape
-        block = max(1, SCORE_BUDGET // (B * H * x.shape[1]))
+    def attention(self, x, queries: slice, scale: float, record: bool):
+        """Sum over heads of ``softmax(scale * K q) V`` for the query positions ``queries``.
+
+        ``x: [B, n, d]``. Returns ``[B, n_q, d]`` and, when ``record``, the attention weights
+        ``[B, heads, n_q, n]``. A head whose ``W^V`` is zero adds nothing and is skipped unless
+        its weights are recorded.
+        """
+        total, weights = 0.0, []
+        for h in range(self.W_Q.shape[0]):
+            if record or bool(self.W_V[h].any()):
+                attended, alpha = self._head(h, x, queries, scale, record)
+                total = total + attended
+                weights.append(alpha)
+        if not torch.is_tensor(total):  # every head was skipped
+            total = x.new_zeros(x.shape[0], len(range(x.shape[1])[queries]), x.shape[2])
+        return total, (torch.stack(weights, dim=1) if record else None)
+
+    def _head(self, h: int, x, queries: slice, scale: float, record: bool):
+        """One head's output ``[B, n_q, d]`` (and weights ``[B, n_q, n]`` when ``record``).
+
+        Scores are computed in blocks of at most ``SCORE_BUDGET`` entries. Positions whose
+        query vectors are equal get equal attention, so when the batch holds fewer distinct
+        query vectors than positions, each distinct one is computed once and shared: the same
+        arithmetic, done once. (Hand-set constructions often have one or two distinct queries,
+        which makes them linear in n.)
+        """
+        q = x[:, queries] @ self.W_Q[h].T  # [B, n_q, d_hid]
+        k, v = x @ self.W_K[h].T, x @ self.W_V[h].T  # [B, n, d_hid], [B, n, d]
+        B, n_q, d_hid = q.shape
+        distinct, which = _distinct_rows(q.reshape(B * n_q, d_hid))
+        shared = distinct is not None and distinct.shape[0] < n_q
+        rows = distinct.expand(B, -1, -1) if shared else q
+        block = max(1, SCORE_BUDGET // (B * x.shape[1]))
         outputs, weights = [], []
-        for start in range(0, n_q, block):
-            scores = scale * (Q[:, :, start:start + block] @ K.transpose(-1, -2))
-            alpha = torch.softmax(scores, dim=-1)
-            outputs.append((alpha @ V).sum(dim=1))
+        for start in range(0, rows.shape[1], block):
+            alpha = torch.softmax(scale * (rows[:, start:start + block] @ k.transpose(1, 2)), -1)
+            outputs.append(alpha @ v)
             if record:
                 weights.append(alpha)
-        return torch.cat(outputs, dim=1), (torch.cat(weights, dim=2) if record else None)
+        output = torch.cat(outputs, dim=1)
+        alpha = torch.cat(weights, dim=1) if record else None
+        if shared:  # hand each position the result for its query vector
+            index = which.view(B, n_q, 1)
+            output = output.gather(1, index.expand(-1, -1, output.shape[-1]))
+            if record:
+                alpha = alpha.gather(1, index.expand(-1, -1, alpha.shape[-1]))
+        return output, alpha
 
     def ffn(self, c):
         return torch.relu(c @ self.W_F1.T + self.b_F1) @ self.W_F2.T + self.b_F2

@@ -140,3 +140,14 @@ def test_sinusoidal_embedding_against_the_formula():
             assert abs(pe[i, j].item() - expected) < 1e-15
     with pytest.raises(ValueError, match="n must be >= 1"):
         sinusoidal_position_embedding(0, 4)
+
+
+def test_shared_queries_give_the_same_result_as_computing_every_row(monkeypatch):
+    model = parity_transformer(layernorm=True, eps=1e-5)
+    w = random_strings(40, 33, generator=torch.Generator().manual_seed(6))
+    shared, shared_trace = model(w, record=True)
+    monkeypatch.setattr(transformer, "_distinct_rows", lambda rows: (None, None))
+    every_row, every_trace = model(w, record=True)
+    torch.testing.assert_close(shared, every_row, rtol=0, atol=1e-15)
+    for ours, theirs in zip(shared_trace.attention, every_trace.attention, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-15)
