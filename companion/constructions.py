@@ -61,8 +61,7 @@ def _finish(layout, word_embedding, position_embedding, layers, layernorm, eps, 
     """The encoder, with the output layer reading the dimension ``s``; with ``layernorm``, the
     negation-doubled model of §4.1 with layer normalization after every residual connection."""
     encoder = Encoder(word_embedding, position_embedding, layers, layout.vector({"s": 1.0}),
-                      log_length=log_length)
-    encoder.layout = layout
+                      log_length=log_length, layout=layout)
     return double_for_layernorm(encoder, eps) if layernorm else encoder
 
 
@@ -94,13 +93,11 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
             new.b_F2.copy_(both(old.b_F2))
             layers.append(new)
         output = torch.cat([encoder.output_weight, torch.zeros_like(encoder.output_weight)])
-        doubled = Encoder(both(encoder.word_embedding), doubled_position, layers, output,
-                          encoder.output_bias.item(), norm="post", layernorm=True, eps=eps,
-                          log_length=encoder.log_length)
-    layout = getattr(encoder, "layout", None)
-    if layout is not None:
-        doubled.layout = Layout(*layout.names, *(f"-{name}" for name in layout.names))
-    return doubled
+        names = encoder.layout.names
+        return Encoder(both(encoder.word_embedding), doubled_position, layers, output,
+                       encoder.output_bias.item(), norm="post", layernorm=True, eps=eps,
+                       log_length=encoder.log_length,
+                       layout=Layout(*names, *(f"-{name}" for name in names)))
 
 
 def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0) -> Encoder:

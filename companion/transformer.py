@@ -23,6 +23,7 @@ and strings of length 10^5 fit.
 import math
 from dataclasses import dataclass, field
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -103,7 +104,8 @@ class Layout:
 class Activations:
     """What one forward pass computed: ``a[0]`` the embeddings, and for each layer ``l >= 1``
     ``c[l]`` (after attention and its residual) and ``a[l]`` (after the FFN), each
-    ``[B, n, d]``, plus the attention weights ``attention[l]: [B, heads, n, n]``."""
+    ``[B, n, d]``, plus, when asked for, the attention weights
+    ``attention[l]: [B, heads, n, n]``."""
 
     a: list = field(default_factory=list)
     c: list = field(default_factory=list)
@@ -193,12 +195,12 @@ class Encoder(nn.Module):
     a function ``n -> [n, d]`` (it may depend on ``n``, like ``i/n``) or a learned table
     ``[max_n, d]``. ``layers``: :class:`EncoderLayer` s of model dimension ``d``.
     ``output_weight: [d]`` and ``output_bias`` give the logit at CLS. The weights are frozen
-    unless ``requires_grad``.
+    unless ``requires_grad``. ``layout`` names the ``d`` dimensions for :meth:`table`.
     """
 
     def __init__(self, word_embedding, position_embedding, layers, output_weight,
                  output_bias=0.0, norm="post", layernorm=False, eps=0.0, log_length=False,
-                 requires_grad=False):
+                 requires_grad=False, layout: Layout | None = None):
         super().__init__()
         d = word_embedding.shape[-1]
         if word_embedding.shape != (3, d):
@@ -231,6 +233,9 @@ class Encoder(nn.Module):
         self.output_weight = nn.Parameter(output_weight.clone())
         self.output_bias = nn.Parameter(torch.as_tensor(output_bias, dtype=word_embedding.dtype))
         self.requires_grad_(requires_grad)  # hand-set weights are frozen unless asked otherwise
+        if layout is not None and layout.d != d:
+            raise ValueError(f"layout names {layout.d} dimensions but d = {d}")
+        self.layout = layout or Layout(*(f"dim {j}" for j in range(d)))
 
     def LN(self, x):
         return layer_norm(x, self.eps) if self.layernorm else x
@@ -250,9 +255,15 @@ class Encoder(nn.Module):
             positions = self.position_table[:n]
         return self.word_embedding[symbols] + positions
 
-    def forward(self, w, record: bool = False):
-        """Logits ``[B]`` for the strings ``w`` (``LongTensor[B, m]`` or a str); with ``record``,
-        ``(logits, Activations)``. Without ``record`` the last layer is computed at CLS only."""
+    def forward(self, w, record: bool = False, record_attention: bool = False):
+        """Logits ``[B]`` for the strings ``w`` (``LongTensor[B, m]`` or a str).
+
+        With ``record``, returns ``(logits, Activations)`` with every layer's activations at
+        every position; ``record_attention`` also keeps the attention weights (``n**2`` numbers
+        per head and string, so only for short strings). Without ``record`` the last layer is
+        computed at CLS only.
+        """
+        record = record or record_attention
         for index, layer in enumerate(self.layers):
             layer.check_shapes(self.d, f"layers[{index}]")
         a = self.embed(w)
@@ -263,20 +274,42 @@ class Encoder(nn.Module):
             last = index == len(self.layers) - 1
             queries = slice(0, 1) if last and not record else slice(0, n)
             if self.norm == "post":
-                attended, alpha = layer.attention(a, queries, scale, record)
+                attended, alpha = layer.attention(a, queries, scale, record_attention)
                 c = self.LN(a[:, queries] + attended)
                 a = self.LN(c + layer.ffn(c))
             else:
-                attended, alpha = layer.attention(self.LN(a), queries, scale, record)
+                attended, alpha = layer.attention(self.LN(a), queries, scale, record_attention)
                 c = a[:, queries] + attended
                 a = c + layer.ffn(self.LN(c))
             if record:
                 trace.c.append(c)
                 trace.a.append(a)
-                trace.attention.append(alpha)
+                if record_attention:
+                    trace.attention.append(alpha)
         final = a[:, 0] if self.norm == "post" else self.LN(a[:, 0])
         logits = final @ self.output_weight + self.output_bias
         return (logits, trace) if record else logits
+
+    def table(self, w: str, stage: str) -> pd.DataFrame:
+        """The activations of one string at ``stage`` (``"a0"``, ``"c1"``, ``"a1"``, ...,
+        in the papers' names) as a table: one row per named dimension, one column per
+        position, headed by its symbol."""
+        strings = as_strings(w)
+        if strings.shape[0] != 1:
+            raise ValueError(f"table shows one string, got a batch of {strings.shape[0]}")
+        kind, layer = stage[:1], stage[1:]
+        if kind not in ("a", "c") or not layer.isdigit() or not (
+                (kind == "a" and int(layer) <= len(self.layers))
+                or (kind == "c" and 1 <= int(layer) <= len(self.layers))):
+            raise ValueError(f"stage must be a0..a{len(self.layers)} or c1..c{len(self.layers)}, "
+                             f"got {stage!r}")
+        with torch.no_grad():
+            _, trace = self(strings, record=True)
+        values = (trace.a if kind == "a" else [None, *trace.c])[int(layer)][0]
+        symbols = ["CLS", *(str(s) for s in strings[0].tolist())]
+        columns = [f"{i}:{symbol}" for i, symbol in enumerate(symbols)]
+        return pd.DataFrame(values.T.double().cpu().numpy(), index=self.layout.names,
+                            columns=columns)
 
 
 class TorchEncoder(nn.Module):

@@ -54,7 +54,7 @@ def test_random_weights_match_pytorch_encoder_layers(norm, layernorm):
 def test_log_length_scaling_matches_scaled_dot_product_attention():
     model = random_encoder("post", False, heads=1, layers=1, log_length=True)
     w = random_strings(5, 9, generator=torch.Generator().manual_seed(3))
-    _, trace = model(w, record=True)
+    _, trace = model(w, record_attention=True)
     layer, a = model.layers[0], trace.a[0]
     q, k, v = a @ layer.W_Q[0].T, a @ layer.W_K[0].T, a @ layer.W_V[0].T
     attended = torch.nn.functional.scaled_dot_product_attention(
@@ -65,9 +65,9 @@ def test_log_length_scaling_matches_scaled_dot_product_attention():
 def test_blocked_attention_equals_unblocked(monkeypatch):
     model = random_encoder("post", True, heads=2)
     w = random_strings(3, 30, generator=torch.Generator().manual_seed(4))
-    whole, whole_trace = model(w, record=True)
+    whole, whole_trace = model(w, record_attention=True)
     monkeypatch.setattr(transformer, "SCORE_BUDGET", 7)  # blocks of a single query
-    blocked, blocked_trace = model(w, record=True)
+    blocked, blocked_trace = model(w, record_attention=True)
     torch.testing.assert_close(whole, blocked, rtol=0, atol=1e-14)
     torch.testing.assert_close(whole_trace.attention[1], blocked_trace.attention[1])
 
@@ -76,7 +76,7 @@ def test_cls_only_last_layer_equals_full_record():
     model = random_encoder("pre", True, heads=2)
     w = random_strings(6, 11, generator=torch.Generator().manual_seed(5))
     fast = model(w)
-    full, trace = model(w, record=True)
+    full, trace = model(w, record_attention=True)
     torch.testing.assert_close(fast, full, rtol=0, atol=1e-14)
     assert trace.a[-1].shape == (6, 12, model.d) and trace.attention[0].shape == (6, 2, 12, 12)
 
@@ -145,9 +145,9 @@ def test_sinusoidal_embedding_against_the_formula():
 def test_shared_queries_give_the_same_result_as_computing_every_row(monkeypatch):
     model = parity_transformer(layernorm=True, eps=1e-5)
     w = random_strings(40, 33, generator=torch.Generator().manual_seed(6))
-    shared, shared_trace = model(w, record=True)
+    shared, shared_trace = model(w, record_attention=True)
     monkeypatch.setattr(transformer, "_distinct_rows", lambda rows: (None, None))
-    every_row, every_trace = model(w, record=True)
+    every_row, every_trace = model(w, record_attention=True)
     torch.testing.assert_close(shared, every_row, rtol=0, atol=1e-15)
     for ours, theirs in zip(shared_trace.attention, every_trace.attention, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-15)

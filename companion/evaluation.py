@@ -1,0 +1,80 @@
+"""Evaluating recognizers in batches: accuracy by length, logit sizes, power-law slopes.
+
+Strings are generated on the CPU from an explicit generator (so a seed gives the same strings on
+any device) and evaluated on the model's device in chunks of at most ``POSITIONS`` positions,
+which bounds memory at any length.
+"""
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from companion._checks import check_int
+from companion.languages import random_strings
+
+POSITIONS = 2**22  # strings x positions evaluated at once
+
+
+def _device(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def logits(model, w: torch.Tensor) -> torch.Tensor:
+    """``model(w)`` in chunks of rows, without gradients, on the model's device: ``[B]``."""
+    rows = max(1, POSITIONS // (w.shape[1] + 1))
+    with torch.no_grad():
+        return torch.cat([model(chunk.to(_device(model))).cpu()
+                          for chunk in torch.split(w, rows)])
+
+
+def probe_strings(batch: int, m: int, generator: torch.Generator) -> torch.Tensor:
+    """``batch`` random strings of length ``m`` plus the two extremes, all 0s and all 1s:
+    ``LongTensor[batch + 2, m]``."""
+    extremes = torch.stack([torch.zeros(m, dtype=torch.long), torch.ones(m, dtype=torch.long)])
+    return torch.cat([extremes, random_strings(batch, m, generator)])
+
+
+def accuracy_by_length(model, language, lengths, batch: int, generator: torch.Generator,
+                       progress: bool = True) -> dict[int, float]:
+    """Fraction of :func:`probe_strings` of each length ``m`` in ``lengths`` that ``model``
+    (accepting iff its logit is positive) classifies as ``language`` does."""
+    check_int(batch, "batch", minimum=1)
+    accuracy = {}
+    for m in tqdm(list(lengths), desc="lengths", disable=not progress, leave=False):
+        w = probe_strings(batch, m, generator)
+        accuracy[m] = (logits(model, w) > 0).eq(language(w)).double().mean().item()
+    return accuracy
+
+
+def largest_perfect_length(accuracy: dict[int, float]) -> int | None:
+    """The largest tested length ``m`` such that every tested length up to ``m`` is perfect
+    (``None`` if the shortest already fails)."""
+    best = None
+    for m in sorted(accuracy):
+        if accuracy[m] < 1.0:
+            break
+        best = m
+    return best
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of ``log y`` against ``log x``: the exponent of a power law."""
+    x, y = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError("x and y must be equally long with at least two points")
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def log_lengths(low: int, high: int, count: int) -> list[int]:
+    """About ``count`` distinct integers spread evenly on a log scale from ``low`` to ``high``."""
+    check_int(low, "low", minimum=1)
+    check_int(high, "high", minimum=low)
+    points = np.geomspace(low, high, count)
+    return sorted({int(round(p)) for p in points} | {low, high})
+
+
+def mean_abs_logit(model, lengths, batch: int, generator: torch.Generator) -> list[float]:
+    """Mean ``|s|`` over ``batch`` random strings of each length in ``lengths``."""
+    return [logits(model, random_strings(batch, m, generator)).abs().mean().item()
+            for m in lengths]
+

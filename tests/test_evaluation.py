@@ -1,0 +1,49 @@
+import pytest
+import torch
+
+from companion import evaluation
+from companion.constructions import first_transformer, flawed_first_transformer
+from companion.languages import first
+
+
+def test_probe_strings_include_the_extremes():
+    w = evaluation.probe_strings(5, 7, torch.Generator().manual_seed(0))
+    assert w.shape == (7, 7)
+    assert w[0].sum() == 0 and w[1].sum() == 7
+
+
+def test_accuracy_finds_where_the_flawed_transformer_breaks():
+    """With c = 2, the flawed FIRST transformer is right iff e^c > n - 3 or so (seed 000 §5.2):
+    perfect on short strings, and wrong on the string 0111...1 once n is large."""
+    model = flawed_first_transformer(c=2.0)
+    accuracy = evaluation.accuracy_by_length(model, first, range(1, 40), batch=50,
+                                             generator=torch.Generator().manual_seed(1),
+                                             progress=False)
+    largest = evaluation.largest_perfect_length(accuracy)
+    assert largest is not None and 5 <= largest < 39
+    assert accuracy[largest + 1] < 1.0
+
+
+def test_largest_perfect_length_stops_at_the_first_failure():
+    assert evaluation.largest_perfect_length({1: 1.0, 2: 1.0, 3: 0.9, 4: 1.0}) == 2
+    assert evaluation.largest_perfect_length({1: 0.5}) is None
+
+
+def test_logits_in_chunks_equal_one_call(monkeypatch):
+    model = first_transformer()
+    w = torch.randint(0, 2, (37, 11), generator=torch.Generator().manual_seed(2))
+    whole = evaluation.logits(model, w)
+    monkeypatch.setattr(evaluation, "POSITIONS", 30)  # chunks of two strings
+    assert torch.equal(evaluation.logits(model, w), whole)
+
+
+def test_loglog_slope_recovers_exponents():
+    x = [10.0, 100.0, 1000.0]
+    assert evaluation.loglog_slope(x, [3 / v**2 for v in x]) == pytest.approx(-2.0)
+    with pytest.raises(ValueError, match="two points"):
+        evaluation.loglog_slope([1.0], [1.0])
+
+
+def test_log_lengths_are_distinct_and_span_the_range():
+    lengths = evaluation.log_lengths(1, 1000, 10)
+    assert lengths[0] == 1 and lengths[-1] == 1000 and lengths == sorted(set(lengths))
