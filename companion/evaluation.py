@@ -7,7 +7,7 @@ which bounds memory at any length.
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from companion._checks import check_int
 from companion.languages import random_strings
@@ -44,6 +44,20 @@ def accuracy_by_length(model, language, lengths, batch: int, generator: torch.Ge
         w = probe_strings(batch, m, generator)
         accuracy[m] = (logits(model, w) > 0).eq(language(w)).double().mean().item()
     return accuracy
+
+
+def accuracy_random_lengths(model, language, count: int, max_m: int,
+                            generator: torch.Generator) -> float:
+    """Accuracy on ``count`` random strings whose lengths are uniform in ``1..max_m`` (the test
+    of seed 000 §3.4); strings of equal length are evaluated together."""
+    check_int(count, "count", minimum=1)
+    check_int(max_m, "max_m", minimum=1)
+    lengths = torch.randint(1, max_m + 1, (count,), generator=generator)
+    correct = 0
+    for m, how_many in zip(*torch.unique(lengths, return_counts=True), strict=True):
+        w = random_strings(int(how_many), int(m), generator)
+        correct += int((logits(model, w) > 0).eq(language(w)).sum())
+    return correct / count
 
 
 def largest_perfect_length(accuracy: dict[int, float]) -> int | None:

@@ -65,3 +65,38 @@ def plot_position_embedding(pe, ax=None, title=None):
         ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, label="PE(i)[j]")
     return ax
+
+
+def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None):
+    """Log-log plot of the logit's size ``|s|`` against the length ``n`` (positions with CLS).
+
+    ``measured`` maps a label to the measured ``|s|`` at each ``n``; ``predicted`` maps a label
+    to a closed-form curve at the same ``n`` (drawn as lines).
+    """
+    ax = _axes(ax, size=(5.5, 4))
+    for (label, values), marker in zip(measured.items(), "os^v", strict=False):
+        ax.loglog(ns, values, marker, markersize=4, label=label)
+    for label, values in (predicted or {}).items():
+        ax.loglog(ns, values, "-", color="gray", linewidth=1, label=label)
+    ax.set_xlabel("n (positions, with CLS)")
+    ax.set_ylabel("|s|, the logit at CLS")
+    ax.legend(frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+def plot_accuracy_by_length(curves: dict, ax=None, title=None):
+    """Accuracy against string length ``m`` (log axis), one curve per label; ``curves`` maps a
+    label to ``{m: accuracy}``."""
+    ax = _axes(ax, size=(5.5, 3.5))
+    for label, accuracy in curves.items():
+        lengths = sorted(accuracy)
+        ax.semilogx(lengths, [accuracy[m] for m in lengths], ".-", label=label)
+    ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("string length m")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(-0.05, 1.05)
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False)
+    return ax

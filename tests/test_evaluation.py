@@ -47,3 +47,10 @@ def test_loglog_slope_recovers_exponents():
 def test_log_lengths_are_distinct_and_span_the_range():
     lengths = evaluation.log_lengths(1, 1000, 10)
     assert lengths[0] == 1 and lengths[-1] == 1000 and lengths == sorted(set(lengths))
+
+
+def test_accuracy_random_lengths_counts_every_string():
+    g = torch.Generator().manual_seed(3)
+    assert evaluation.accuracy_random_lengths(first_transformer(), first, 200, 30, g) == 1.0
+    flawed = flawed_first_transformer(c=0.5)  # wrong on some strings already at n = 4
+    assert 0.5 < evaluation.accuracy_random_lengths(flawed, first, 200, 30, g) < 1.0
