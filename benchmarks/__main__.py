@@ -1,10 +1,19 @@
-"""``python -m benchmarks``: time self-attention on a batch as the sequence grows."""
+"""``python -m benchmarks`` (``make bench``): the timings and memory figures that matter.
 
+Nothing here is asserted; the numbers are printed for the record (see the README's notes on
+what was measured, and on which machine).
+"""
+
+import json
+import subprocess
+import sys
 import time
 
 import torch
 
 from companion.attention import attention_flops, self_attention
+from companion.constructions import parity_transformer
+from companion.languages import random_strings
 from companion.runtime import device, set_seed
 
 
@@ -25,7 +34,7 @@ def time_call(function, repeats=5):
 
 def bench_self_attention(batch=32, d=64):
     generator = set_seed(0)
-    print(f"self_attention, batch {batch}, d = d_k = d_v = {d}, float32, on {device()}")
+    print(f"\nself_attention, batch {batch}, d = d_k = d_v = {d}, float32, on {device()}")
     print(f"{'n':>6} {'seconds':>10} {'GFLOP/s':>9}")
     for n in (64, 128, 256, 512, 1024):
         X = torch.randn(batch, n, d, generator=generator).to(device())
@@ -35,5 +44,33 @@ def bench_self_attention(batch=32, d=64):
         print(f"{n:>6} {seconds:>10.4f} {flops / seconds / 1e9:>9.1f}")
 
 
+def bench_parity(batch=1000, m=999):
+    """The issue's yardstick: PARITY on 1000 random strings of n = 1000 positions, float64."""
+    model = parity_transformer().to(device())
+    w = random_strings(batch, m, generator=set_seed(0)).to(device())
+    with torch.no_grad():
+        seconds = time_call(lambda: model(w), repeats=3)
+    print(f"\nparity_transformer, {batch} strings of n = {m + 1}, float64, on {device()}: "
+          f"{seconds:.2f} s")
+
+
+def bench_memory():
+    """Each case runs in a fresh process (``benchmarks.memory``), so peaks do not mix."""
+    where = "GPU memory allocated" if device().type == "cuda" else "growth of resident memory"
+    print(f"\npeak {where}, one evaluation in a fresh process, float64, on {device()}")
+    print(f"{'model':>28} {'n':>8} {'strings':>8} {'seconds':>8} {'peak MiB':>9}")
+    cases = [("parity", 10_000, 10),
+             ("parity", 100_000, 10), ("parity", 100_000, 100),
+             ("random weights (n^2 scores)", 10_000, 1)]
+    for case in cases:
+        command = [sys.executable, "-m", "benchmarks.memory", *map(str, case)]
+        result = json.loads(subprocess.run(command, capture_output=True, text=True,
+                                           check=True).stdout)
+        print(f"{case[0]:>28} {case[1]:>8} {case[2]:>8} {result['seconds']:>8.2f} "
+              f"{result['peak_mib']:>9.0f}")
+
+
 if __name__ == "__main__":
+    bench_parity()
+    bench_memory()
     bench_self_attention()
