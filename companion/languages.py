@@ -90,3 +90,136 @@ def all_strings(m: int) -> torch.Tensor:
     numbers = torch.arange(2**m).unsqueeze(1)
     place_values = 2 ** torch.arange(m - 1, -1, -1)
     return (numbers // place_values) % 2
+
+
+# --- Boolean formulas (BFVP) -------------------------------------------------------------------
+
+_OPERATORS = {"∧": "and", "&": "and", "∨": "or", "|": "or", "¬": "not", "!": "not"}
+
+
+def bfvp_value(formula: str) -> bool:
+    """The truth value of a fully parenthesized Boolean formula (004 §5.2's BFVP grammar):
+    ``0``, ``1``, ``(¬F)``, ``(F ∧ F)``, ``(F ∨ F)``; ``!``, ``&``, ``|`` may replace ``¬``,
+    ``∧``, ``∨``, and spaces are ignored. A malformed formula raises ``ValueError`` with the
+    position (0-based) of the problem. Evaluated with an explicit stack, so any depth works.
+    """
+    if not isinstance(formula, str):
+        raise TypeError(f"formula must be a str, got {type(formula).__name__}")
+    stack = []  # items: ("(", pos), ("op", name, pos), ("value", bool, pos)
+    for pos, symbol in enumerate(formula):
+        if symbol.isspace():
+            continue
+        if symbol in "01":
+            stack.append(("value", symbol == "1", pos))
+        elif symbol == "(":
+            stack.append(("(", None, pos))
+        elif symbol in _OPERATORS:
+            stack.append(("op", _OPERATORS[symbol], pos))
+        elif symbol == ")":
+            items = []
+            while stack and stack[-1][0] != "(":
+                items.append(stack.pop())
+            if not stack:
+                raise ValueError(f"formula: ')' at position {pos} has no matching '('")
+            start = stack.pop()[2]
+            items.reverse()
+            stack.append(("value", _reduce(items, start, pos), start))
+        else:
+            raise ValueError(f"formula: unexpected symbol {symbol!r} at position {pos}")
+    if not stack:
+        raise ValueError("formula is empty")
+    for kind, _, pos in stack:
+        if kind == "(":
+            raise ValueError(f"formula: '(' at position {pos} is never closed")
+    if len(stack) != 1:
+        raise ValueError(f"formula: unexpected {formula[stack[1][2]]!r} at position "
+                         f"{stack[1][2]}; join formulas with an operator inside parentheses")
+    return stack[0][1]
+
+
+def _reduce(items, start: int, end: int) -> bool:
+    """The value of the parenthesized formula whose inside is ``items``."""
+    kinds = [kind for kind, _, _ in items]
+    if kinds == ["op", "value"] and items[0][1] == "not":
+        return not items[1][1]
+    if kinds == ["value", "op", "value"] and items[1][1] in ("and", "or"):
+        left, right = items[0][1], items[2][1]
+        return (left and right) if items[1][1] == "and" else (left or right)
+    where = items[0][2] if items else end
+    raise ValueError(f"formula: the parentheses at positions {start}..{end} must hold "
+                     f"'¬F' or 'F ∧ F' or 'F ∨ F'; the problem starts at position {where}")
+
+
+def random_formula(depth: int, generator: torch.Generator | None = None) -> str:
+    """A random BFVP formula whose parse tree is complete binary to ``depth`` levels of ∧/∨
+    (each subformula negated with probability 1/4), with random constants at the leaves."""
+    check_int(depth, "depth", minimum=0)
+
+    def draw(high: int) -> int:
+        return int(torch.randint(0, high, (1,), generator=generator))
+
+    def build(level: int) -> str:
+        text = str(draw(2)) if level == 0 else (
+            f"({build(level - 1)}{'∧∨'[draw(2)]}{build(level - 1)})")
+        return f"(¬{text})" if draw(4) == 0 else text
+
+    return build(depth)
+
+
+# --- The word problem of the symmetric group S_k ---------------------------------------------
+
+
+def _cycles(text: str, k: int) -> list[tuple[int, ...]]:
+    """The cycles of a string in cycle notation such as ``"(01)(234)"``."""
+    cycles, pos = [], 0
+    text = text.replace(" ", "")
+    while pos < len(text):
+        if text[pos] != "(":
+            raise ValueError(f"word: expected '(' at position {pos} of {text!r}")
+        close = text.find(")", pos)
+        if close < 0:
+            raise ValueError(f"word: '(' at position {pos} of {text!r} is never closed")
+        body = text[pos + 1:close]
+        if not body or not body.isdigit():
+            raise ValueError(f"word: malformed cycle {text[pos:close + 1]!r} at position {pos}; "
+                             "write a cycle as digits in parentheses, e.g. (01234)")
+        cycle = tuple(int(digit) for digit in body)
+        if max(cycle) >= k:
+            raise ValueError(f"word: cycle {text[pos:close + 1]!r} moves {max(cycle)}, which is "
+                             f"not in [k] = 0..{k - 1}")
+        if len(set(cycle)) != len(cycle):
+            raise ValueError(f"word: cycle {text[pos:close + 1]!r} repeats an element")
+        cycles.append(cycle)
+        pos = close + 1
+    return cycles
+
+
+def _as_permutation(cycles, k: int) -> list[int]:
+    """The permutation ``p`` (``i -> p[i]``) that applies ``cycles`` from left to right."""
+    p = list(range(k))
+    for cycle in cycles:
+        step = {a: b for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)}
+        p = [step.get(image, image) for image in p]
+    return p
+
+
+def word_problem(word, k: int = 5) -> bool:
+    """Whether a word over S_k multiplies to the identity (004 §5.2: the language W(S_k)).
+
+    ``word`` is a str of cycles, each cycle one letter, e.g. ``"(01)(01234)"``, or a list of
+    letters, each a permutation written as a product of cycles (``["(01)(23)", "(4)"]``).
+    Letters act from left to right: the first letter is applied first. ``k`` is at most 10, so
+    that each point is one digit.
+    """
+    check_int(k, "k", minimum=1, maximum=10)
+    if isinstance(word, str):
+        letters = [[cycle] for cycle in _cycles(word, k)]
+    elif isinstance(word, list | tuple) and all(isinstance(letter, str) for letter in word):
+        letters = [_cycles(letter, k) for letter in word]
+    else:
+        raise TypeError("word must be a str of cycles or a list of str permutations")
+    product = list(range(k))
+    for letter in letters:
+        p = _as_permutation(letter, k)
+        product = [p[image] for image in product]
+    return product == list(range(k))

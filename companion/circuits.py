@@ -1,0 +1,272 @@
+"""Boolean circuits (004 §5.2.2): construction, batched evaluation, depth, size, class rules.
+
+A :class:`Circuit` has ``n`` input nodes ``0..n-1`` followed by gates, each of which reads
+earlier nodes only, so a circuit built gate by gate is acyclic by construction; circuits given
+by name in any order (:meth:`Circuit.from_spec`) are sorted and checked for cycles. Gate kinds:
+
+* ``NOT`` (fan-in exactly 1); ``AND`` and ``OR`` with any fan-in (fan-in 0: AND is 1, OR is 0);
+* ``MAJORITY`` with any fan-in, 1 iff **at least half** of its inputs are 1 (004 Def. 5.6).
+  Note that the *language* MAJORITY asks for strictly more 1s than 0s.
+
+Depth is the length of the longest path from an input to the output; size is the number of
+nodes, inputs included (004 Example 5.4).
+"""
+
+from collections.abc import Sequence
+
+import torch
+
+from companion._checks import check_choice, check_int
+from companion.languages import as_strings
+
+KINDS = ("NOT", "AND", "OR", "MAJORITY")
+CLASSES = ("NC", "AC", "TC")
+
+
+class Circuit:
+    """A Boolean circuit on ``n_inputs`` inputs, built with :meth:`gate` and :meth:`set_output`."""
+
+    def __init__(self, n_inputs: int):
+        self.n_inputs = check_int(n_inputs, "n_inputs", minimum=0)
+        self.gates: list[tuple[str, tuple[int, ...]]] = []
+        self.output: int | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_inputs + len(self.gates)
+
+    def gate(self, kind: str, *inputs: int) -> int:
+        """Add a gate reading the given earlier nodes; return its node number."""
+        check_choice(kind, "kind", KINDS)
+        if kind == "NOT" and len(inputs) != 1:
+            raise ValueError(f"a NOT gate has fan-in exactly 1, got {len(inputs)} inputs")
+        for node in inputs:
+            if isinstance(node, bool) or not isinstance(node, int):
+                raise TypeError(f"gate inputs must be node numbers, got {node!r}")
+            if not 0 <= node < self.n_nodes:
+                raise ValueError(f"gate input {node} is not an existing node "
+                                 f"(0..{self.n_nodes - 1}); a gate may read earlier nodes only")
+        self.gates.append((kind, tuple(inputs)))
+        return self.n_nodes - 1
+
+    def set_output(self, node: int) -> "Circuit":
+        if not 0 <= node < self.n_nodes:
+            raise ValueError(f"output {node} is not a node (0..{self.n_nodes - 1})")
+        self.output = node
+        return self
+
+    @classmethod
+    def from_spec(cls, inputs: Sequence[str], gates: dict, output: str) -> "Circuit":
+        """A circuit from named nodes: ``gates`` maps a name to ``(kind, [input names])`` in any
+        order. Raises ``ValueError`` for a cycle, an unknown name or a bad fan-in."""
+        names = {name: i for i, name in enumerate(inputs)}
+        if len(names) != len(inputs) or set(names) & set(gates):
+            raise ValueError("node names must be distinct")
+        circuit, state = cls(len(inputs)), {}
+
+        def visit(name, path):
+            if name in names:
+                return names[name]
+            if name not in gates:
+                raise ValueError(f"unknown node {name!r}")
+            if state.get(name) == "visiting":
+                raise ValueError(f"the circuit has a cycle: {' -> '.join([*path, name])}")
+            state[name] = "visiting"
+            kind, sources = gates[name]
+            numbers = [visit(source, [*path, name]) for source in sources]
+            names[name] = circuit.gate(kind, *numbers)
+            state[name] = "done"
+            return names[name]
+
+        for name in gates:
+            visit(name, [])
+        return circuit.set_output(visit(output, []))
+
+    def _check_output(self):
+        if self.output is None:
+            raise ValueError("the circuit has no output node; call set_output")
+
+    def evaluate(self, bits) -> torch.Tensor:
+        """Values of the output for a batch ``bits: [B, n]`` of 0/1 inputs (or one str):
+        ``BoolTensor[B]``. One pass over the gates, each evaluated for the whole batch."""
+        self._check_output()
+        x = as_strings(bits, "bits").bool()
+        if x.shape[1] != self.n_inputs:
+            raise ValueError(f"bits must have {self.n_inputs} columns (the circuit's inputs), "
+                             f"got {x.shape[1]}")
+        values = list(x.T)
+        for kind, inputs in self.gates:
+            if kind == "NOT":
+                values.append(~values[inputs[0]])
+                continue
+            if not inputs:  # constants: AND() = 1, OR() = 0, MAJORITY() = 1
+                values.append(torch.full((x.shape[0],), kind != "OR", device=x.device))
+                continue
+            stacked = torch.stack([values[i] for i in inputs])
+            if kind == "AND":
+                values.append(stacked.all(dim=0))
+            elif kind == "OR":
+                values.append(stacked.any(dim=0))
+            else:
+                values.append(2 * stacked.sum(dim=0) >= len(inputs))
+        result = values[self.output]
+        return bool(result[0]) if isinstance(bits, str) else result
+
+    def depths(self) -> list[int]:
+        """Depth of every node: 0 for inputs and constants, else 1 + the deepest input."""
+        depth = [0] * self.n_inputs
+        for _, inputs in self.gates:
+            depth.append(1 + max((depth[i] for i in inputs), default=-1))
+        return depth
+
+    @property
+    def depth(self) -> int:
+        """Length of the longest path from an input to the output."""
+        self._check_output()
+        return self.depths()[self.output]
+
+    @property
+    def size(self) -> int:
+        """Number of nodes, inputs included."""
+        return self.n_nodes
+
+    def fan_in(self) -> dict:
+        """Largest fan-in per gate kind, and how many gates of each kind there are."""
+        stats = {}
+        for kind, inputs in self.gates:
+            count, largest = stats.get(kind, (0, 0))
+            stats[kind] = (count + 1, max(largest, len(inputs)))
+        return {kind: {"gates": count, "max fan-in": largest}
+                for kind, (count, largest) in sorted(stats.items())}
+
+    def obeys(self, circuit_class: str) -> bool:
+        """Whether every gate is allowed in ``"NC"`` (fan-in at most 2, no MAJORITY), ``"AC"``
+        (no MAJORITY) or ``"TC"`` (anything). Depth and size bounds concern families."""
+        check_choice(circuit_class, "circuit_class", CLASSES)
+        if circuit_class == "TC":
+            return True
+        if any(kind == "MAJORITY" for kind, _ in self.gates):
+            return False
+        return circuit_class == "AC" or all(len(inputs) <= 2 for _, inputs in self.gates)
+
+
+# --- Circuit families -------------------------------------------------------------------------
+
+
+def _xor(circuit: Circuit, a: int, b: int) -> int:
+    """``(a OR b) AND NOT (a AND b)``: four fan-in-2 gates, depth 3 above its inputs."""
+    either = circuit.gate("OR", a, b)
+    both = circuit.gate("AND", a, b)
+    return circuit.gate("AND", either, circuit.gate("NOT", both))
+
+
+def xor_circuit() -> Circuit:
+    """004 Example 5.2: XOR of two inputs, with depth 3 and size 6."""
+    circuit = Circuit(2)
+    return circuit.set_output(_xor(circuit, 0, 1))
+
+
+def parity_tree(n: int) -> Circuit:
+    """PARITY of ``n`` bits as a balanced tree of XOR gadgets: fan-in 2, depth
+    ``3 ceil(log2 n)``."""
+    circuit, layer = Circuit(check_int(n, "n", minimum=0)), list(range(n))
+    if n == 0:
+        return circuit.set_output(circuit.gate("OR"))  # the empty string has no 1s
+    while len(layer) > 1:
+        pairs = [_xor(circuit, a, b) for a, b in zip(layer[::2], layer[1::2], strict=False)]
+        layer = pairs + ([layer[-1]] if len(layer) % 2 else [])
+    return circuit.set_output(layer[0])
+
+
+def parity_dnf(n: int) -> Circuit:
+    """PARITY of ``n`` bits as an OR of ``2^(n-1)`` ANDs, one per odd-weight input (a DNF),
+    over the inputs and their negations: unbounded fan-in, depth 2 above the NOT gates."""
+    circuit = Circuit(check_int(n, "n", minimum=0, maximum=16))
+    negated = [circuit.gate("NOT", i) for i in range(n)]
+    terms = []
+    for assignment in range(2**n):
+        ones = [(assignment >> (n - 1 - i)) & 1 for i in range(n)]
+        if sum(ones) % 2 == 1:
+            terms.append(circuit.gate("AND", *(i if one else negated[i]
+                                               for i, one in enumerate(ones))))
+    return circuit.set_output(circuit.gate("OR", *terms))
+
+
+def _at_least(circuit: Circuit, inputs: Sequence[int], k: int) -> int:
+    """One MAJORITY gate computing ``[at least k of inputs are 1]``, padded with constants."""
+    n = len(inputs)
+    ones = [circuit.gate("AND")] * max(0, n - 2 * k)  # AND() is the constant 1
+    zeros = [circuit.gate("OR")] * max(0, 2 * k - n)  # OR() is the constant 0
+    return circuit.gate("MAJORITY", *inputs, *ones, *zeros)
+
+
+def parity_threshold(n: int) -> Circuit:
+    """PARITY of ``n`` bits in constant depth with MAJORITY gates: ``[count = j]`` is
+    ``[count >= j] AND NOT [count >= j + 1]``, and PARITY is the OR over odd ``j``."""
+    circuit = Circuit(check_int(n, "n", minimum=0))
+    inputs = list(range(n))
+    exactly = [circuit.gate("AND", _at_least(circuit, inputs, j),
+                            circuit.gate("NOT", _at_least(circuit, inputs, j + 1)))
+               for j in range(1, n + 1, 2)]
+    return circuit.set_output(circuit.gate("OR", *exactly))
+
+
+def majority_gate(n: int) -> Circuit:
+    """The language MAJORITY (more 1s than 0s) with one MAJORITY gate: "at least half of the
+    ``n`` inputs and one constant 0" is "more than half of the inputs"."""
+    circuit = Circuit(check_int(n, "n", minimum=0))
+    return circuit.set_output(circuit.gate("MAJORITY", *range(n), circuit.gate("OR")))
+
+
+def _full_adder(circuit: Circuit, a: int, b: int, c: int) -> tuple[int, int]:
+    """Sum and carry bits of ``a + b + c`` with fan-in-2 gates."""
+    half = _xor(circuit, a, b)
+    carry = circuit.gate("OR", circuit.gate("AND", a, b), circuit.gate("AND", half, c))
+    return _xor(circuit, half, c), carry
+
+
+def _count(circuit: Circuit, bits: Sequence[int]) -> list[int]:
+    """The number of 1s among ``bits`` in binary (least significant first), with fan-in 2:
+    a carry-save (Wallace) tree, O(log n) rounds of full adders, then a ripple-carry addition
+    of the last two rows over O(log n) bit positions."""
+    columns = [list(bits)]
+    while any(len(column) > 2 for column in columns):
+        reduced = [[] for _ in range(len(columns) + 1)]
+        for weight, column in enumerate(columns):
+            whole = len(column) - len(column) % 3
+            for i in range(0, whole, 3):
+                total, carry = _full_adder(circuit, *column[i:i + 3])
+                reduced[weight].append(total)
+                reduced[weight + 1].append(carry)
+            reduced[weight].extend(column[whole:])
+        columns = reduced if reduced[-1] else reduced[:-1]
+    result, carry = [], None
+    for column in columns:
+        column = column + ([carry] if carry is not None else [])
+        if len(column) == 3:
+            total, carry = _full_adder(circuit, *column)
+        elif len(column) == 2:
+            total, carry = _xor(circuit, *column), circuit.gate("AND", *column)
+        else:
+            total, carry = (column[0] if column else circuit.gate("OR")), None
+        result.append(total)
+    return result + ([carry] if carry is not None else [])
+
+
+def _at_least_constant(circuit: Circuit, number: list[int], t: int) -> int:
+    """``[number >= t]`` for a binary ``number`` (least significant first) and a constant
+    ``t``, rippling from the low bits: a 1 in ``t`` needs the bit, a 0 accepts it."""
+    width = max(len(number), t.bit_length())
+    number = number + [circuit.gate("OR")] * (width - len(number))
+    result = circuit.gate("AND")  # the empty prefixes are equal
+    for i, bit in enumerate(number):
+        result = circuit.gate("AND" if (t >> i) & 1 else "OR", bit, result)
+    return result
+
+
+def majority_fan_in_2(n: int) -> Circuit:
+    """The language MAJORITY with fan-in-2 gates only: count the 1s (:func:`_count`) and
+    compare the count with ``floor(n/2) + 1``. Depth O(log n), size O(n)."""
+    circuit = Circuit(check_int(n, "n", minimum=0))
+    count = _count(circuit, list(range(n)))
+    return circuit.set_output(_at_least_constant(circuit, count, n // 2 + 1))

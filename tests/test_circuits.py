@@ -1,0 +1,94 @@
+import itertools
+import math
+
+import pytest
+import torch
+
+from companion import circuits
+from companion.circuits import Circuit
+from companion.languages import all_strings, majority, parity
+
+FAMILIES = {
+    "parity_tree": (circuits.parity_tree, parity),
+    "parity_dnf": (circuits.parity_dnf, parity),
+    "parity_threshold": (circuits.parity_threshold, parity),
+    "majority_gate": (circuits.majority_gate, majority),
+    "majority_fan_in_2": (circuits.majority_fan_in_2, majority),
+}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_families_decide_their_language_on_every_input(name):
+    build, language = FAMILIES[name]
+    for n in range(0, 13 if name != "parity_dnf" else 11):
+        w = all_strings(n)
+        assert torch.equal(build(n).evaluate(w), language(w)), (name, n)
+
+
+def test_xor_circuit_is_example_5_2():
+    circuit = circuits.xor_circuit()
+    assert circuit.depth == 3 and circuit.size == 6
+    table = {bits: circuit.evaluate("".join(map(str, bits)))
+             for bits in itertools.product((0, 1), repeat=2)}
+    assert table == {(0, 0): False, (0, 1): True, (1, 0): True, (1, 1): False}
+
+
+def test_gate_semantics_by_brute_force():
+    """Each gate kind against its definition, on every input of three bits."""
+    for kind in ("AND", "OR", "MAJORITY"):
+        circuit = Circuit(3)
+        circuit.set_output(circuit.gate(kind, 0, 1, 2))
+        for bits in itertools.product((0, 1), repeat=3):
+            expected = {"AND": all(bits), "OR": any(bits), "MAJORITY": 2 * sum(bits) >= 3}[kind]
+            assert circuit.evaluate("".join(map(str, bits))) == expected
+    constants = Circuit(0)
+    values = [constants.gate(kind) for kind in ("AND", "OR", "MAJORITY")]
+    for node, expected in zip(values, (True, False, True), strict=True):
+        assert bool(constants.set_output(node).evaluate(torch.zeros(1, 0, dtype=torch.long)))\
+            == expected
+
+
+def test_depth_and_size_growth():
+    for n in (2, 8, 64, 512):
+        assert circuits.parity_tree(n).depth == 3 * math.ceil(math.log2(n))
+        assert circuits.parity_tree(n).obeys("NC") and circuits.majority_fan_in_2(n).obeys("NC")
+        assert circuits.parity_threshold(n).depth == 4
+        assert not circuits.parity_threshold(n).obeys("AC")
+    assert circuits.parity_dnf(8).fan_in()["AND"] == {"gates": 2**7, "max fan-in": 8}
+    assert circuits.parity_dnf(8).obeys("AC") and not circuits.parity_dnf(8).obeys("NC")
+    depths = [circuits.majority_fan_in_2(4**j).depth for j in range(1, 6)]
+    steps = [b - a for a, b in zip(depths, depths[1:], strict=False)]
+    assert max(steps) <= 2 * min(steps)  # about the same increase per factor 4: O(log n)
+
+
+def test_batched_evaluation_on_many_inputs():
+    w = torch.randint(0, 2, (100_000, 64), generator=torch.Generator().manual_seed(0))
+    assert torch.equal(circuits.majority_fan_in_2(64).evaluate(w), majority(w))
+
+
+def test_from_spec_sorts_and_detects_cycles():
+    circuit = Circuit.from_spec(["a", "b"], {"out": ("AND", ["na", "b"]), "na": ("NOT", ["a"])},
+                                "out")
+    assert [circuit.evaluate(s) for s in ("00", "01", "10", "11")] == [False, True, False,
+                                                                        False]
+    with pytest.raises(ValueError, match="cycle: g -> h -> g"):
+        Circuit.from_spec(["a"], {"g": ("AND", ["a", "h"]), "h": ("OR", ["g"])}, "g")
+    with pytest.raises(ValueError, match="unknown node 'z'"):
+        Circuit.from_spec(["a"], {"g": ("AND", ["z"])}, "g")
+
+
+def test_bad_circuits_and_inputs_are_refused():
+    circuit = Circuit(2)
+    with pytest.raises(ValueError, match="NOT gate has fan-in exactly 1"):
+        circuit.gate("NOT", 0, 1)
+    with pytest.raises(ValueError, match="earlier nodes only"):
+        circuit.gate("AND", 0, 5)
+    with pytest.raises(ValueError, match="kind"):
+        circuit.gate("XOR", 0, 1)
+    with pytest.raises(ValueError, match="no output"):
+        circuit.evaluate("01")
+    circuit.set_output(circuit.gate("AND", 0, 1))
+    with pytest.raises(ValueError, match="2 columns"):
+        circuit.evaluate("011")
+    with pytest.raises(ValueError, match="circuit_class"):
+        circuit.obeys("P")
