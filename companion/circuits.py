@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 
 from companion._checks import check_choice, check_int
-from companion.languages import as_strings
+from companion.languages import as_strings, parse_formula
 
 KINDS = ("NOT", "AND", "OR", "MAJORITY")
 CLASSES = ("NC", "AC", "TC")
@@ -270,3 +270,30 @@ def majority_fan_in_2(n: int) -> Circuit:
     circuit = Circuit(check_int(n, "n", minimum=0))
     count = _count(circuit, list(range(n)))
     return circuit.set_output(_at_least_constant(circuit, count, n // 2 + 1))
+
+
+def formula_circuit(formula: str) -> tuple[Circuit, torch.Tensor]:
+    """A Boolean formula as a fan-in-2 circuit: one input per constant of the formula (in
+    order) and one gate per connective, so its depth is the formula's nesting depth.
+    Returns the circuit and the formula's constants as its input ``[1, leaves]``."""
+    leaves, gates = [], []
+
+    def leaf(bit):
+        leaves.append(int(bit))
+        return ("input", len(leaves) - 1)
+
+    def combine(op, operands):
+        gates.append((op.upper(), operands))
+        return ("gate", len(gates) - 1)
+
+    root = parse_formula(formula, leaf, combine)
+    circuit = Circuit(len(leaves))
+
+    def node(ref):
+        kind, index = ref
+        return index if kind == "input" else len(leaves) + index
+
+    for op, operands in gates:  # operands always precede the gate that combines them
+        circuit.gate(op, *(node(ref) for ref in operands))
+    circuit.set_output(node(root))
+    return circuit, torch.tensor([leaves], dtype=torch.long).reshape(1, len(leaves))

@@ -69,3 +69,37 @@ def check_previous_position_layer(W_Q, W_K, W_V, lengths=range(1, 25), trials: i
                                    "(or W_V changes other rows)")
     return Feedback(True, f"position i copies x_(i-1) for every n in {min(lengths)}.."
                           f"{max(lengths)}")
+
+
+def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: str = "TC",
+                         max_depth=None) -> Feedback:
+    """Grade a circuit family: ``family(n)`` must return a
+    :class:`~companion.circuits.Circuit` with ``n`` inputs that decides ``language`` (a
+    function on ``LongTensor[B, n]``, such as ``companion.languages.parity``) on every input of
+    each length in ``lengths``, obeys the gate rules of ``circuit_class`` and, if
+    ``max_depth`` (an int or a function of n) is given, is no deeper than that."""
+    from companion.circuits import Circuit
+    from companion.languages import all_strings
+
+    for n in lengths:
+        try:
+            circuit = family(n)
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"family({n}) raised {type(error).__name__}: {error}")
+        if not isinstance(circuit, Circuit) or circuit.n_inputs != n:
+            return Feedback(False, f"family({n}) must return a Circuit with {n} inputs")
+        if circuit.output is None:
+            return Feedback(False, f"family({n}) has no output node; call set_output")
+        if not circuit.obeys(circuit_class):
+            return Feedback(False, f"family({n}) breaks the gate rules of {circuit_class}: "
+                                   f"{circuit.fan_in()}")
+        bound = max_depth(n) if callable(max_depth) else max_depth
+        if bound is not None and circuit.depth > bound:
+            return Feedback(False, f"family({n}) has depth {circuit.depth}, more than {bound}")
+        w = all_strings(n)
+        wrong = (circuit.evaluate(w) != language(w)).nonzero().flatten()
+        if len(wrong):
+            example = "".join(str(b) for b in w[wrong[0]].tolist())
+            return Feedback(False, f"family({n}) gives the wrong answer on {example!r} "
+                                   f"(and {len(wrong) - 1} other inputs)")
+    return Feedback(True, f"correct on every input for n in {min(lengths)}..{max(lengths)}")

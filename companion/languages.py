@@ -97,20 +97,24 @@ def all_strings(m: int) -> torch.Tensor:
 _OPERATORS = {"∧": "and", "&": "and", "∨": "or", "|": "or", "¬": "not", "!": "not"}
 
 
-def bfvp_value(formula: str) -> bool:
-    """The truth value of a fully parenthesized Boolean formula (004 §5.2's BFVP grammar):
+def parse_formula(formula: str, leaf, combine):
+    """Parse a fully parenthesized Boolean formula (004 §5.2's BFVP grammar) bottom-up:
     ``0``, ``1``, ``(¬F)``, ``(F ∧ F)``, ``(F ∨ F)``; ``!``, ``&``, ``|`` may replace ``¬``,
-    ``∧``, ``∨``, and spaces are ignored. A malformed formula raises ``ValueError`` with the
-    position (0-based) of the problem. Evaluated with an explicit stack, so any depth works.
+    ``∧``, ``∨``, and spaces are ignored.
+
+    Each constant becomes ``leaf(bit)`` and each parenthesized formula
+    ``combine(op, operands)`` with ``op`` in ``"not"``, ``"and"``, ``"or"``; the result of the
+    whole formula is returned. A malformed formula raises ``ValueError`` with the position
+    (0-based) of the problem. An explicit stack is used, so any nesting depth works.
     """
     if not isinstance(formula, str):
         raise TypeError(f"formula must be a str, got {type(formula).__name__}")
-    stack = []  # items: ("(", pos), ("op", name, pos), ("value", bool, pos)
+    stack = []  # items: ("(", None, pos), ("op", name, pos), ("value", result, pos)
     for pos, symbol in enumerate(formula):
         if symbol.isspace():
             continue
         if symbol in "01":
-            stack.append(("value", symbol == "1", pos))
+            stack.append(("value", leaf(symbol == "1"), pos))
         elif symbol == "(":
             stack.append(("(", None, pos))
         elif symbol in _OPERATORS:
@@ -123,7 +127,7 @@ def bfvp_value(formula: str) -> bool:
                 raise ValueError(f"formula: ')' at position {pos} has no matching '('")
             start = stack.pop()[2]
             items.reverse()
-            stack.append(("value", _reduce(items, start, pos), start))
+            stack.append(("value", _reduce(items, start, pos, combine), start))
         else:
             raise ValueError(f"formula: unexpected symbol {symbol!r} at position {pos}")
     if not stack:
@@ -137,17 +141,28 @@ def bfvp_value(formula: str) -> bool:
     return stack[0][1]
 
 
-def _reduce(items, start: int, end: int) -> bool:
-    """The value of the parenthesized formula whose inside is ``items``."""
+def _reduce(items, start: int, end: int, combine):
+    """``combine`` applied to the parenthesized formula whose inside is ``items``."""
     kinds = [kind for kind, _, _ in items]
     if kinds == ["op", "value"] and items[0][1] == "not":
-        return not items[1][1]
+        return combine("not", [items[1][1]])
     if kinds == ["value", "op", "value"] and items[1][1] in ("and", "or"):
-        left, right = items[0][1], items[2][1]
-        return (left and right) if items[1][1] == "and" else (left or right)
+        return combine(items[1][1], [items[0][1], items[2][1]])
     where = items[0][2] if items else end
     raise ValueError(f"formula: the parentheses at positions {start}..{end} must hold "
                      f"'¬F' or 'F ∧ F' or 'F ∨ F'; the problem starts at position {where}")
+
+
+def _truth(op: str, operands: list[bool]) -> bool:
+    if op == "not":
+        return not operands[0]
+    return all(operands) if op == "and" else any(operands)
+
+
+def bfvp_value(formula: str) -> bool:
+    """The truth value of a Boolean formula in 004's BFVP grammar (see :func:`parse_formula`,
+    which also describes the errors)."""
+    return parse_formula(formula, leaf=lambda bit: bit, combine=_truth)
 
 
 def random_formula(depth: int, generator: torch.Generator | None = None) -> str:

@@ -100,3 +100,66 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
         ax.set_title(title)
     ax.legend(frameon=False)
     return ax
+
+
+_GATE_LABELS = {"AND": "∧", "OR": "∨", "NOT": "¬", "MAJORITY": "MAJ"}
+
+
+def plot_circuit(circuit, ax=None, input_names=None, title=None):
+    """Draw a :class:`~companion.circuits.Circuit` as in 004: inputs at the bottom, each gate
+    one row above its deepest input, the output (highlighted) at the top."""
+    depth = circuit.depths()
+    layers: dict[int, list[int]] = {}
+    for node, level in enumerate(depth):
+        layers.setdefault(level, []).append(node)
+    position = {}
+    for level, nodes in layers.items():
+        for rank, node in enumerate(nodes):
+            position[node] = ((rank + 1) / (len(nodes) + 1), level)
+    ax = _axes(ax, size=(4, 1 + 0.9 * max(depth)))
+    for node, (_, inputs) in enumerate(circuit.gates, start=circuit.n_inputs):
+        for source in inputs:
+            (x0, y0), (x1, y1) = position[source], position[node]
+            ax.annotate("", xy=(x1, y1 - 0.18), xytext=(x0, y0 + 0.18),
+                        arrowprops=dict(arrowstyle="->", color="gray", lw=0.8))
+    names = input_names or [f"$w_{{{i}}}$" for i in range(circuit.n_inputs)]
+    for node, (x, y) in position.items():
+        label = names[node] if node < circuit.n_inputs else _GATE_LABELS[
+            circuit.gates[node - circuit.n_inputs][0]]
+        face = "gold" if node == circuit.output else "white"
+        ax.text(x, y, label, ha="center", va="center", fontsize=11,
+                bbox=dict(boxstyle="circle", facecolor=face, edgecolor="black"))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.6, max(depth) + 0.6)
+    ax.set_yticks(range(max(depth) + 1))
+    ax.set_ylabel("depth")
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_class_map(ax=None):
+    """The circuit classes as nested regions (after 004 Fig. 5.2, assuming TC0 != NC1), with
+    example languages and where transformers sit."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax = _axes(ax, size=(7, 4.8))
+    classes = [("NC$^1$", 0.0, 1.0, "#eeeeee"), ("TC$^0$", 0.14, 0.84, "#dbe9f6"),
+               ("AC$^0$", 0.28, 0.68, "#b7d4ea")]
+    for label, inset, height, color in classes:
+        ax.add_patch(FancyBboxPatch((inset, 0), 1 - 2 * inset, height,
+                                    boxstyle="round,pad=0.01,rounding_size=0.03",
+                                    facecolor=color, edgecolor="black", linewidth=1))
+        ax.text(1 - inset - 0.02, height - 0.03, label, fontsize=13, ha="right", va="top")
+    examples = [(0.42, 0.92, "BFVP, W(S$_5$): NC$^1$-complete"),
+                (0.45, 0.76, "PARITY, MAJORITY\nsoftmax transformers"),
+                (0.5, 0.45, "FIRST"), (0.5, 0.2, "unique-hard attention\ntransformers")]
+    for x, y, text in examples:
+        ax.text(x, y, text, ha="center", va="center", fontsize=9.5)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.05)
+    ax.axis("off")
+    return ax

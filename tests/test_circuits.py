@@ -92,3 +92,17 @@ def test_bad_circuits_and_inputs_are_refused():
         circuit.evaluate("011")
     with pytest.raises(ValueError, match="circuit_class"):
         circuit.obeys("P")
+
+
+def test_formula_circuit_agrees_with_bfvp_value():
+    from companion.languages import bfvp_value, random_formula
+
+    generator = torch.Generator().manual_seed(5)
+    for depth in range(0, 7):
+        formula = random_formula(depth, generator)
+        circuit, leaves = circuits.formula_circuit(formula)
+        assert circuit.evaluate(leaves).item() == bfvp_value(formula)
+        assert circuit.obeys("NC")
+        nesting = max(formula[:i].count("(") - formula[:i].count(")")
+                      for i in range(len(formula) + 1))
+        assert circuit.depth == nesting

@@ -36,3 +36,23 @@ def test_inputs_are_the_exercise_columns():
     X = previous_position_inputs(torch.tensor([7.0, 8.0, 9.0]))
     expected = torch.tensor([[7, 8, 9], [1, 1, 1], [0, 1, 2], [0, 1, 4], [0, 0, 0]])
     assert torch.equal(X, expected.double())
+
+
+def test_circuit_family_checker():
+    from companion import circuits
+    from companion.exercises import check_circuit_family
+    from companion.languages import majority, parity
+
+    assert check_circuit_family(circuits.parity_tree, parity, circuit_class="NC")
+    assert check_circuit_family(circuits.majority_gate, majority)
+    wrong_language = check_circuit_family(circuits.parity_tree, majority)
+    assert not wrong_language and "wrong answer" in wrong_language.message
+    not_nc = check_circuit_family(circuits.parity_dnf, parity, circuit_class="NC")
+    assert not not_nc and "gate rules of NC" in not_nc.message
+    too_deep = check_circuit_family(circuits.parity_tree, parity, max_depth=4)
+    assert not too_deep and "more than 4" in too_deep.message
+
+    def broken(n):
+        raise RuntimeError("not yet")
+
+    assert "raised RuntimeError" in check_circuit_family(broken, parity).message
