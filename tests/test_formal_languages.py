@@ -84,3 +84,12 @@ def test_malformed_words(bad, words):
         word_problem(bad)
     with pytest.raises(ValueError, match="k must be <= 10"):
         word_problem("(01)", k=11)
+
+
+def test_derived_series_against_group_theory():
+    from companion.languages import derived_series_orders
+
+    # S3 > A3 > 1; S4 > A4 > Klein four-group > 1; S5 > A5, which is perfect (A5' = A5).
+    assert derived_series_orders(3) == [6, 3, 1]
+    assert derived_series_orders(4) == [24, 12, 4, 1]
+    assert derived_series_orders(5) == [120, 60]
