@@ -141,6 +141,29 @@ def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0
     return _finish(L, _word_embedding(L), position_embedding, [count, compare], layernorm, eps)
 
 
+def _marks_position_1(layout: Layout):
+    """The position embedding ``n -> [n, d]`` of the FIRST constructions: ``[i=1]``."""
+
+    def position_embedding(n):
+        pe = torch.zeros(n, layout.d, dtype=torch.float64)
+        if n > 1:
+            pe[1, layout["[i=1]"]] = 1.0
+        return pe
+
+    return position_embedding
+
+
+def _cls_attends_to_position_1(layout: Layout, c: float, values: dict) -> EncoderLayer:
+    """A one-head layer in which CLS attends to position 1 with logit ``c`` (query
+    ``c sqrt(d)`` on ``is_cls``, key ``[i=1]``), reading the value matrix ``values``."""
+    return _layer(
+        layout, heads=1, d_ff=1,
+        W_Q=[ONE.matrix(layout, {("1", "is_cls"): c * math.sqrt(layout.d)})],
+        W_K=[ONE.matrix(layout, {("1", "[i=1]"): 1.0})],
+        W_V=[layout.matrix(layout, values)],
+    )
+
+
 def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
                       log_length: bool = False) -> Encoder:
     """The two-layer transformer of seed 000 §3.3 that recognizes FIRST.
@@ -152,13 +175,6 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
     c, L = _check_c(c), FIRST_LAYOUT
     _check_eps(eps)
     hidden = Layout("[w_i=1 and i=1]")
-
-    def position_embedding(n):
-        pe = torch.zeros(n, L.d, dtype=torch.float64)
-        if n > 1:
-            pe[1, L["[i=1]"]] = 1.0
-        return pe
-
     detect = _layer(
         L, heads=1, d_ff=1,
         W_F1=hidden.matrix(L, {("[w_i=1 and i=1]", "is_0"): -1.0,
@@ -166,14 +182,10 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
                                ("[w_i=1 and i=1]", "[i=1]"): 1.0}),
         W_F2=L.matrix(hidden, {("[w_i=1 and i=1]", "[w_i=1 and i=1]"): 1.0}),
     )
-    look = _layer(
-        L, heads=1, d_ff=1,
-        W_Q=[ONE.matrix(L, {("1", "is_cls"): c * math.sqrt(L.d)})],
-        W_K=[ONE.matrix(L, {("1", "[i=1]"): 1.0})],
-        W_V=[L.matrix(L, {("s", "[i=1]"): -0.5, ("s", "[w_i=1 and i=1]"): 1.0})],
-    )
-    return _finish(L, _word_embedding(L), position_embedding, [detect, look], layernorm, eps,
-                   log_length)
+    look = _cls_attends_to_position_1(L, c, {("s", "[i=1]"): -0.5,
+                                              ("s", "[w_i=1 and i=1]"): 1.0})
+    return _finish(L, _word_embedding(L), _marks_position_1(L), [detect, look], layernorm,
+                   eps, log_length)
 
 
 def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encoder:
@@ -181,20 +193,9 @@ def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encode
     ``s = (e^c - 1)/(e^c + n - 1) ([w_1 = 1] - 1/2) + (k - n/2)/(e^c + n - 1)``; correct for
     every string of length n only when ``c > log(n - 1)``, or with ``log_length`` (§5.3)."""
     c, L = _check_c(c), FLAWED_FIRST_LAYOUT
-
-    def position_embedding(n):
-        pe = torch.zeros(n, L.d, dtype=torch.float64)
-        if n > 1:
-            pe[1, L["[i=1]"]] = 1.0
-        return pe
-
-    look = _layer(
-        L, heads=1, d_ff=1,
-        W_Q=[ONE.matrix(L, {("1", "is_cls"): c * math.sqrt(L.d)})],
-        W_K=[ONE.matrix(L, {("1", "[i=1]"): 1.0})],
-        W_V=[L.matrix(L, {("s", "is_0"): -0.5, ("s", "is_1"): 0.5, ("s", "is_cls"): -0.5})],
-    )
-    return _finish(L, _word_embedding(L), position_embedding, [look], False, 0.0, log_length)
+    look = _cls_attends_to_position_1(L, c, {("s", "is_0"): -0.5, ("s", "is_1"): 0.5,
+                                              ("s", "is_cls"): -0.5})
+    return _finish(L, _word_embedding(L), _marks_position_1(L), [look], False, 0.0, log_length)
 
 
 class RumelhartParity:
