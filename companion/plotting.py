@@ -12,28 +12,38 @@ def _axes(ax, size=(4.5, 3.5)):
     return ax
 
 
+def _heat_map(values, ax, size, labels: tuple[str, str, str], title=None, **imshow):
+    """Draw ``values: [rows, columns]`` as an image with a color bar; ``labels`` are the x-axis,
+    y-axis and color-bar labels. Returns the axes and the values as a NumPy array."""
+    values = torch.as_tensor(values).detach().cpu().double().numpy()
+    ax = _axes(ax, size=size)
+    image = ax.imshow(values, **imshow)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    if title:
+        ax.set_title(title)
+    ax.figure.colorbar(image, ax=ax, label=labels[2])
+    return ax, values
+
+
 def plot_attention(A, labels=None, ax=None, title=None, decimals=3):
     """Heat map of one attention matrix ``A: [n_queries, n_keys]``, each weight printed in its cell.
 
     Rows are query positions (who attends), columns key positions (attended to); ``labels`` names
     the positions (the same for rows and columns).
     """
-    A = torch.as_tensor(A).detach().cpu().double().numpy()
-    if A.ndim != 2:
-        raise ValueError(f"A must be a matrix [n_queries, n_keys], got shape {A.shape}")
-    ax = _axes(ax)
-    image = ax.imshow(A, cmap="Blues", vmin=0.0, vmax=1.0)
+    if torch.as_tensor(A).dim() != 2:
+        raise ValueError(f"A must be a matrix [n_queries, n_keys], got shape "
+                         f"{tuple(torch.as_tensor(A).shape)}")
+    axis_labels = ("key position j (attended to)", "query position i (attending)",
+                   "attention weight $a_{ij}$")
+    ax, A = _heat_map(A, ax, (4.5, 3.5), axis_labels, title, cmap="Blues", vmin=0.0, vmax=1.0)
     for (i, j), weight in np.ndenumerate(A):
         ax.text(j, i, f"{weight:.{decimals}f}", ha="center", va="center",
                 color="white" if weight > 0.6 else "black")
     if labels is not None:
         ax.set_xticks(range(A.shape[1]), labels[: A.shape[1]])
         ax.set_yticks(range(A.shape[0]), labels[: A.shape[0]])
-    ax.set_xlabel("key position j (attended to)")
-    ax.set_ylabel("query position i (attending)")
-    if title:
-        ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label="attention weight $a_{ij}$")
     return ax
 
 
@@ -56,14 +66,8 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
 
 def plot_position_embedding(pe, ax=None, title=None):
     """Heat map of a position embedding ``pe: [n, d]``: positions down, dimensions across."""
-    pe = torch.as_tensor(pe).detach().cpu().double().numpy()
-    ax = _axes(ax, size=(5.5, 4))
-    image = ax.imshow(pe, cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="none")
-    ax.set_xlabel("dimension j")
-    ax.set_ylabel("position i")
-    if title:
-        ax.set_title(title)
-    ax.figure.colorbar(image, ax=ax, label="PE(i)[j]")
+    ax, _ = _heat_map(pe, ax, (5.5, 4), ("dimension j", "position i", "PE(i)[j]"), title,
+                      cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="none")
     return ax
 
 
