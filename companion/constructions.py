@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from companion._checks import check_int
+from companion._checks import check_int, check_nonnegative
 from companion.languages import as_strings
 from companion.transformer import Encoder, EncoderLayer, Layout
 
@@ -30,14 +30,6 @@ def _check_c(c):
     if not c > 0:
         raise ValueError(f"c must be > 0 (the attention logit scale), got {c}")
     return float(c)
-
-
-def _check_eps(eps):
-    if isinstance(eps, bool) or not isinstance(eps, int | float):
-        raise TypeError(f"eps must be a number, got {type(eps).__name__}")
-    if eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
-    return float(eps)
 
 
 def _word_embedding(layout: Layout) -> torch.Tensor:
@@ -73,7 +65,7 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
     scale as ``d`` doubles); ``W^V -> [[W^V 0]; [-W^V 0]]``; ``W^F1 -> [W^F1 0]``;
     ``W^F2 -> [W^F2; -W^F2]`` and ``b^F2 -> [b^F2; -b^F2]``; the output reads the first half.
     """
-    _check_eps(eps)
+    check_nonnegative(eps, "eps")
     d = encoder.d
     both = lambda x: torch.cat([x, -x], dim=-1)  # noqa: E731
     with torch.no_grad():
@@ -109,7 +101,7 @@ def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0
     ``s`` is ``(-1)^(k+1) 2 tanh(c) / n^2`` for even ``n``. With ``layernorm``, §4.1's version.
     """
     c, L = _check_c(c), PARITY_LAYOUT
-    _check_eps(eps)
+    check_nonnegative(eps, "eps")
     hidden = Layout("k-i-1", "k-i", "k-i+1")  # each divided by n, before the ReLU
 
     def position_embedding(n):
@@ -173,7 +165,7 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
     ``log_length`` the logits are scaled by ``log n`` (§5.3); with ``layernorm``, §4.1's version.
     """
     c, L = _check_c(c), FIRST_LAYOUT
-    _check_eps(eps)
+    check_nonnegative(eps, "eps")
     hidden = Layout("[w_i=1 and i=1]")
     detect = _layer(
         L, heads=1, d_ff=1,

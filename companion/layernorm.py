@@ -8,16 +8,13 @@ instead of returning NaN.
 
 import torch
 
-from companion._checks import check_float_tensor
+from companion._checks import check_float_tensor, check_nonnegative
 
 
 def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> torch.Tensor:
     """Normalize ``x: [..., d]`` over its last dimension; ``gamma``, ``beta``: ``[d]`` or None."""
     check_float_tensor(x, "x", ranks=tuple(range(1, 9)))
-    if isinstance(eps, bool) or not isinstance(eps, int | float):
-        raise TypeError(f"eps must be a number, got {type(eps).__name__}")
-    if eps < 0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
+    check_nonnegative(eps, "eps")
     d = x.shape[-1]
     for name, param in (("gamma", gamma), ("beta", beta)):
         if param is not None:

@@ -27,7 +27,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from companion._checks import check_choice, check_int
+from companion._checks import check_choice, check_int, check_nonnegative
 from companion.languages import as_strings
 from companion.layernorm import layer_norm
 
@@ -207,8 +207,7 @@ class Encoder(nn.Module):
             raise ValueError(f"word_embedding must have shape [3, d] (symbols 0, 1, CLS), "
                              f"got {tuple(word_embedding.shape)}")
         check_choice(norm, "norm", ("post", "pre"))
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
-            raise ValueError(f"eps must be a number >= 0, got {eps!r}")
+        check_nonnegative(eps, "eps")
         if isinstance(position_embedding, torch.Tensor):
             if position_embedding.dim() != 2 or position_embedding.shape[1] != d:
                 raise ValueError(f"a position table must have shape [max_n, {d}], "
