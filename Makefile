@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: book test full bench clean
+.PHONY: book test full assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(READY)
 ## full: every notebook under nbval at the papers' scale (meant for a GPU)
 full: $(READY)
 	BOOK_SCALE=full $(BIN)/python -m pytest book
+
+## assignments: student (solutions removed) and instructor editions in _build/assignments
+assignments: $(READY)
+	$(BIN)/python -m companion.assignments book/*.ipynb --out _build/assignments
 
 ## bench: the timings and memory figures that matter (never asserted in unit tests)
 bench: $(READY)

@@ -54,6 +54,12 @@ def test_chapter_contract(notebook):
     solved = set(re.findall(r"```\{solution(?:-start)?\} ([\w-]+)", text))
     assert set(exercises) <= solved, f"exercises without a solution: {set(exercises) - solved}"
     assert "{footcite" in text and "```{footbibliography}" in text, "cites and lists references"
+    graded = json.loads(notebook.read_text())["metadata"].get("exercises", {})
+    assert set(graded) == set(exercises), "every exercise has its points in the metadata"
+    for label in exercises:
+        roles = [tag for c in cells(notebook) if c["metadata"].get("exercise") == label
+                 for tag in c["metadata"].get("tags", [])]
+        assert "answer" in roles and "check" in roles, f"{label}: an answer and a check cell"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
