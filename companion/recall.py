@@ -1,0 +1,356 @@
+"""The in-context recall task of Nguyen and Nguyen-Tang and the one-layer transformers that
+learn it (seed 003: Definition 2.1, model (1), Lemmas 3.1, 4.1, 5.1, 5.2, Algorithm 1, Table 1).
+
+Conventions. Token ids are ``0 .. N-1`` (``N = vocab_size``) and the noise token is ``tau = N``.
+The triggers are ``0 .. Q-1``, the output words ``Q .. Q+O-1``, and every other id is a filler
+(in the paper's §6, fillers are drawn from ``[N] \\ (Q u O)``). A sentence is a row of a
+``LongTensor[B, H]`` (0-based positions; the paper's ``z_1 .. z_H``); its last token is the
+trigger ``q``, and the target ``z_{H+1}`` is ``y`` or, with probability ``alpha``, ``tau``.
+
+The embeddings are the standard basis, as in the paper's experiments: ``E(z) = e_z`` and
+``Etilde(z) = e_{N+1+z}``, so ``d = 2(N + 1)`` (the paper's ``d = 128`` pads these with unused
+zero coordinates, which change nothing). Position ``h`` holds ``x_h = E(z_h) + Etilde(z_{h-1})``
+(no previous token at ``h = 0``). The model computes, with ``sigma`` linear, ReLU or a softmax
+over positions,
+
+    phi = V sum_h sigma(x_H^T W x_h) x_h,   xi_A = U phi,   xi_F = U F (x_H + phi),
+
+and the logits ``xi = xi_A + xi_F`` over the ``N`` words, plus ``tau`` when ``alpha > 0``.
+``U`` is fixed (its rows are the ``E(j)``). The one-hot structure is used directly: scores are
+gathered from ``x_H^T W`` and the attention sum is a scatter-add, never a dense ``[B, H, d]``.
+
+The nine models of Table 1 differ in what is trained (:data:`MODEL_NAMES`): *Origin* trains
+``V, W, F`` in full; *Reparam-...-W* trains ``W`` in full with ``V`` and ``F`` reparameterized;
+*Reparam* trains only the scalars of Lemmas 3.1/4.1 (noiseless) and 5.1/5.2 (noisy): ``lambda``
+(one per trigger when noiseless, one in all when noisy), ``s`` (softmax) and ``gamma`` (noisy).
+Many models (names x seeds) are evaluated in one batched computation; each takes steps of
+normalized gradient descent (eq. 3) on its own parameters.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from companion._checks import check_choice, check_int, check_nonnegative
+from companion.runtime import device as default_device
+
+KINDS = ("linear", "relu", "softmax")
+MODEL_NAMES = (
+    "Origin-Linear", "Origin-ReLU", "Origin-Softmax",
+    "Reparam-Linear-W", "Reparam-ReLU-W", "Reparam-Softmax-W",
+    "Reparam-Linear", "Reparam-ReLU", "Reparam-Softmax",
+)
+
+
+def bayes_loss(alpha: float) -> float:
+    """The entropy ``-alpha ln alpha - (1 - alpha) ln(1 - alpha)`` in nats (0 at ``alpha = 0``):
+    the smallest expected loss any predictor can reach on the noisy task."""
+    check_nonnegative(alpha, "alpha")
+    return -sum(p * math.log(p) for p in (alpha, 1 - alpha) if p > 0)
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """Definition 2.1 with the sentence distribution of the paper's §6: one ``(q, y)`` bigram
+    at a uniform position, one ``(q, tau)`` bigram at another when ``alpha > 0``, fillers
+    elsewhere, and the trigger ``q`` last."""
+
+    vocab_size: int = 60
+    n_triggers: int = 5
+    n_outputs: int = 4
+    length: int = 256
+    alpha: float = 0.0
+
+    def __post_init__(self):
+        check_int(self.n_triggers, "n_triggers", minimum=1)
+        check_int(self.n_outputs, "n_outputs", minimum=1)
+        check_int(self.vocab_size, "vocab_size")
+        if self.vocab_size < self.n_triggers + self.n_outputs + 1:
+            raise ValueError(
+                f"vocab_size must leave at least one filler word beside the {self.n_triggers} "
+                f"triggers and {self.n_outputs} outputs, so be >= "
+                f"{self.n_triggers + self.n_outputs + 1}; got {self.vocab_size}")
+        check_nonnegative(self.alpha, "alpha")
+        if not self.alpha < 1:
+            raise ValueError(f"alpha must lie in [0, 1), got {self.alpha}")
+        check_int(self.length, "length", minimum=5 if self.alpha > 0 else 3)
+
+    @property
+    def noise(self) -> int:
+        """The id of the noise token ``tau``."""
+        return self.vocab_size
+
+    @property
+    def n_classes(self) -> int:
+        """How many logits the model has: the ``N`` words, and ``tau`` when ``alpha > 0``."""
+        return self.vocab_size + (self.alpha > 0)
+
+    @property
+    def dim(self) -> int:
+        """The embedding width ``d = 2(N + 1)``."""
+        return 2 * (self.vocab_size + 1)
+
+    def sample(self, batch: int, generator: torch.Generator | None = None, ood: bool = False,
+               stratified: bool = False, before_query: int | None = None):
+        """``(tokens LongTensor[batch, length], target LongTensor[batch])``.
+
+        ``ood=True`` draws the output word of each sentence from the fillers (words outside
+        triggers and outputs), as in Theorems 3.3 and 5.5. ``stratified=True`` cycles the
+        trigger and output word through all pairs instead of drawing them, so that a batch of a
+        multiple of ``n_triggers * n_outputs`` sentences gives the population gradient exactly
+        (every sentence here has one ``(q, y)`` bigram). ``before_query`` fixes the filler just
+        before the final trigger (the instance of Theorem 3.4)."""
+        check_int(batch, "batch", minimum=1)
+        Q, n_out, H = self.n_triggers, self.n_outputs, self.length
+        fillers = torch.arange(Q + n_out, self.vocab_size)
+        if before_query is not None and before_query not in fillers.tolist():
+            raise ValueError(f"before_query must be a filler id in [{Q + n_out}, "
+                             f"{self.vocab_size}), got {before_query}")
+        index = torch.arange(batch)
+        if stratified:
+            q, pick = index % Q, (index // Q) % n_out
+        else:
+            q = torch.randint(Q, (batch,), generator=generator)
+            pick = torch.randint(n_out if not ood else len(fillers), (batch,), generator=generator)
+        y = fillers[pick] if ood else Q + pick
+        tokens = fillers[torch.randint(len(fillers), (batch, H), generator=generator)]
+        if ood:  # the fillers around an OOD bigram avoid its output word
+            clash = tokens == y[:, None]
+            tokens[clash] = fillers[(pick[:, None].expand_as(tokens)[clash] + 1) % len(fillers)]
+        if before_query is not None:
+            tokens[:, H - 2] = before_query
+        last_start = H - 3 if before_query is None else H - 4  # a bigram's first position
+        starts = self._distinct_starts(batch, last_start + 1, generator)
+        tokens[index, starts[:, 0]], tokens[index, starts[:, 0] + 1] = q, y
+        if self.alpha > 0:
+            tokens[index, starts[:, 1]], tokens[index, starts[:, 1] + 1] = q, self.noise
+        tokens[:, H - 1] = q
+        noisy = torch.rand(batch, generator=generator) < self.alpha
+        return tokens, torch.where(noisy, self.noise, y)
+
+    def _distinct_starts(self, batch, n_starts, generator):
+        """Two start positions per sentence in ``[0, n_starts)`` whose bigrams do not overlap."""
+        first = torch.randint(n_starts, (batch,), generator=generator)
+        scores = torch.rand(batch, n_starts, generator=generator)
+        position = torch.arange(n_starts)
+        scores[(position - first[:, None]).abs() <= 1] = -1.0
+        return torch.stack([first, scores.argmax(dim=1)], dim=1)
+
+    def conditions(self, tokens: torch.Tensor, target: torch.Tensor, ood: bool = False):
+        """Conditions (I)-(IV) of Definition 2.1 (and a well-formed target) for each sentence:
+        a dict of ``BoolTensor[B]``. ``y`` is read off the sentence as the word after ``q``
+        that is not ``tau``; with ``ood=True`` it must be a filler instead of an output word."""
+        tokens, target = torch.as_tensor(tokens), torch.as_tensor(target)
+        Q, n_out, tau = self.n_triggers, self.n_outputs, self.noise
+        q = tokens[:, -1]
+        previous, following = tokens[:, :-1], tokens[:, 1:]
+        after_q = previous == q[:, None]
+        y = torch.where(after_q & (following != tau), following, -1).amax(dim=1)
+        is_output = ((y >= Q + n_out) & (y < self.vocab_size)) if ood else \
+            ((y >= Q) & (y < Q + n_out))
+        is_trigger = lambda t: (t >= 0) & (t < Q)  # noqa: E731
+        is_word = lambda t: (t >= Q) & (t < Q + n_out)  # noqa: E731
+        tau_at = tokens == tau
+        return {
+            "last token is a trigger": is_trigger(q),
+            "(I) a (q, y) bigram": (after_q & (following == y[:, None])).any(dim=1) & is_output,
+            "(II) tau only if alpha > 0, after q": ~tau_at.any(dim=1) if self.alpha == 0 else
+            ~tau_at[:, 0] & ~(tau_at[:, 1:] & ~after_q).any(dim=1),
+            "(III) q is followed by y or tau": ~(after_q & (following != y[:, None])
+                                                  & (following != tau)).any(dim=1),
+            "(IV) other triggers precede outputs": ~(is_trigger(previous) & ~after_q
+                                                      & ~is_word(following)).any(dim=1),
+            "target is y or tau": (target == y) | ((target == tau) & (self.alpha > 0)),
+        }
+
+    def validate(self, tokens, target, ood: bool = False) -> None:
+        """Raise ``ValueError`` naming the first sentence and condition that fails."""
+        for name, holds in self.conditions(tokens, target, ood).items():
+            if not holds.all():
+                bad = int((~holds).nonzero()[0])
+                raise ValueError(f"sentence {bad} violates condition {name!r}")
+
+
+def _kind_of(name: str) -> str:
+    return name.split("-")[1].lower()
+
+
+class RecallModels(torch.nn.Module):
+    """Several one-layer models (1), ``names`` x ``seeds``, evaluated in one computation.
+
+    ``self.parameters_of[k]`` lists the trainable tensors of model ``k`` (in the order
+    ``for seed in seeds for name in names``). Origin models start from ``N(0, init_std^2)``
+    entries; ``W`` of a Reparam-...-W model and all ``lambda``, ``gamma`` start at 0; ``s``
+    starts at Theorem 4.2's ``s_0 = (Q ln H + 2) / 2``. ``fixed_gamma`` freezes ``gamma`` at a
+    given value (Algorithm 1)."""
+
+    def __init__(self, task: RecallTask, names=MODEL_NAMES, seeds=(0,), init_std: float = 0.02,
+                 fixed_gamma: float | None = None, device=None):
+        super().__init__()
+        if isinstance(names, str):
+            names = (names,)
+        for name in names:
+            check_choice(name, "names", MODEL_NAMES)
+        self.task, self.device = task, torch.device(device or default_device())
+        self.names = [name for _ in seeds for name in names]
+        self.seeds = [seed for seed in seeds for _ in names]
+        kinds = [KINDS.index(_kind_of(name)) for name in self.names]
+        self.kinds = torch.tensor(kinds, device=self.device)
+        self.fixed_gamma = fixed_gamma
+        d, dev, f64 = task.dim, self.device, torch.float64
+        self.values, self.parameters_of = torch.nn.ParameterList(), []
+        for name, seed in zip(self.names, self.seeds, strict=True):
+            generator = torch.Generator().manual_seed(seed)
+            def new(*shape, std=0.0, generator=generator):  # noqa: E306
+                value = torch.randn(*shape, generator=generator, dtype=f64) * std
+                parameter = torch.nn.Parameter(value.to(dev))
+                self.values.append(parameter)
+                return parameter
+            if name.startswith("Origin"):
+                params = {key: new(d, d, std=init_std) for key in ("V", "W", "F")}
+            else:
+                params = {"W": new(d, d)} if name.endswith("-W") else {
+                    "lambda": new(task.n_triggers if task.alpha == 0 else 1)}
+                if _kind_of(name) == "softmax":
+                    params["s"] = new(1)
+                    with torch.no_grad():
+                        params["s"].fill_((task.n_triggers * math.log(task.length) + 2) / 2)
+                if task.alpha > 0 and fixed_gamma is None:
+                    params["gamma"] = new(1)
+            self.parameters_of.append(params)
+
+    def matrices(self):
+        """``(V, W, F)``, each ``[K, d, d]``, built from every model's parameters."""
+        task, d = self.task, self.task.dim
+        N, Q, tau = task.vocab_size, task.n_triggers, task.noise
+        eye = torch.eye(d, dtype=torch.float64, device=self.device)
+        E = eye[: N + 1]  # E(z) = e_z for the N words and tau
+        Et = eye[N + 1:]  # Etilde(z) = e_{N+1+z}
+        others = Et[:N].sum(dim=0)  # sum of Etilde(x) over all N words
+        Vs, Ws, Fs = [], [], []
+        for name, p in zip(self.names, self.parameters_of, strict=True):
+            if name.startswith("Origin"):
+                Vs.append(p["V"]), Ws.append(p["W"]), Fs.append(p["F"])
+                continue
+            softmax = _kind_of(name) == "softmax"
+            Vs.append(p["s"] * eye if softmax else eye)
+            if "W" in p:
+                Ws.append(p["W"])
+            else:  # Lemma 3.1 / 4.1 (noiseless), 5.1 / 5.2 (noisy)
+                W = torch.zeros(d, d, dtype=torch.float64, device=self.device)
+                for k in range(Q):
+                    key = Et[k] - (others - Et[k] if softmax else 0)
+                    if task.alpha > 0:
+                        key = key - (2 if softmax else 1) * E[tau]
+                    lam = p["lambda"][k if task.alpha == 0 else 0]
+                    W = W + lam * torch.outer(E[k], key)
+                Ws.append(W)
+            if task.alpha > 0:  # F = E(tau) (sum_q gamma E(q) + Etilde(q))^T
+                gamma = p["gamma"] if "gamma" in p else self.fixed_gamma
+                Fs.append(torch.outer(E[tau], gamma * E[:Q].sum(0) + Et[:Q].sum(0)))
+            else:
+                Fs.append(torch.zeros(d, d, dtype=torch.float64, device=self.device))
+        return torch.stack(Vs), torch.stack(Ws), torch.stack(Fs)
+
+    def forward(self, tokens: torch.Tensor):
+        """Logits ``(xi_A, xi_F)``, each ``[K, B, n_classes]``, for ``tokens`` of shape
+        ``[B, H]`` (the same sentences for every model) or ``[K, B, H]``."""
+        task = self.task
+        if tokens.dim() == 2:
+            tokens = tokens.expand(len(self.names), *tokens.shape)
+        tokens = tokens.to(self.device)
+        K, B, H = tokens.shape
+        d, offset = task.dim, task.vocab_size + 1
+        V, W, F = self.matrices()
+        k = torch.arange(K, device=self.device)[:, None]
+        current = tokens
+        previous = torch.cat([torch.full((K, B, 1), d, device=self.device),
+                              tokens[..., :-1] + offset], dim=-1)  # slot d: no token
+        z_last, z_before = current[..., -1], previous[..., -1]  # x_H = e_{z_last} + e_{z_before}
+        u = W[k, z_last] + W[k, z_before]  # x_H^T W, [K, B, d]
+        u = torch.nn.functional.pad(u, (0, 1))
+        scores = u.gather(2, current) + u.gather(2, previous)  # x_H^T W x_h, [K, B, H]
+        kind = self.kinds[:, None, None]  # ReLU with derivative 1 at 0 (see the docstring)
+        sigma = torch.where(kind == 0, scores, torch.where(
+            kind == 1, torch.where(scores >= 0, scores, 0.0), scores.softmax(dim=-1)))
+        summed = torch.zeros(K, B, d + 1, dtype=torch.float64, device=self.device)
+        summed = summed.scatter_add(2, current, sigma).scatter_add(2, previous, sigma)
+        phi = torch.einsum("kij,kbj->kbi", V, summed[..., :d])
+        n = task.n_classes
+        xi_A = phi[..., :n]
+        F_x_last = F[k, :n, z_last] + F[k, :n, z_before]  # [K, B, n]
+        xi_F = F_x_last + torch.einsum("kij,kbj->kbi", F[:, :n], phi)
+        return xi_A, xi_F
+
+    def losses(self, tokens, target) -> torch.Tensor:
+        """Mean cross-entropy (nats) of each model, ``[K]``."""
+        xi_A, xi_F = self(tokens)
+        logits = xi_A + xi_F
+        target = target.to(self.device)
+        if target.dim() == 1:
+            target = target.expand(logits.shape[0], -1)
+        return torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), target.flatten(), reduction="none").view(target.shape).mean(1)
+
+    def normalized_step(self, loss_per_model: torch.Tensor, lr: float) -> None:
+        """One step of normalized gradient descent (eq. 3) for every model: each model moves
+        its own parameters by ``lr`` along its negative gradient, normalized to unit length."""
+        grads = torch.autograd.grad(loss_per_model.sum(), list(self.values), allow_unused=True)
+        by_tensor = {id(p): g for p, g in zip(self.values, grads, strict=True)}
+        with torch.no_grad():
+            for params in self.parameters_of:
+                gs = [by_tensor[id(p)] for p in params.values()]
+                norm = torch.sqrt(sum((g**2).sum() for g in gs if g is not None))
+                if norm > 0:
+                    for p, g in zip(params.values(), gs, strict=True):
+                        if g is not None:
+                            p -= lr * g / norm
+
+
+def train(models: RecallModels, steps: int, batch: int, lr: float, generator=None,
+          data=None, evaluate=None, eval_every: int = 10, progress: bool = True):
+    """Train every model with normalized gradient descent and record its losses.
+
+    Without ``data``, each step draws a fresh batch per seed (training on the population
+    loss); with ``data = (tokens, target)`` each step takes a random minibatch of ``batch``
+    sentences of that fixed set (``M / batch`` steps make an epoch). Every ``eval_every`` steps
+    the loss on each set of ``evaluate = {"population": (tokens, target), ...}`` is recorded.
+    Returns ``{"step": [...], "<key>": Tensor[records, K]}``."""
+    from tqdm.auto import tqdm
+
+    check_int(steps, "steps", minimum=1)
+    check_int(batch, "batch", minimum=1)
+    check_nonnegative(lr, "lr")
+    task, history = models.task, {"step": []}
+    seeds = sorted(set(models.seeds))
+    seed_of = torch.tensor([seeds.index(s) for s in models.seeds])
+    for key in evaluate or {}:
+        history[key] = []
+    for step in tqdm(range(steps + 1), disable=not progress, desc="training"):
+        if evaluate and (step % eval_every == 0 or step == steps):
+            with torch.no_grad():
+                history["step"].append(step)
+                for key, (tokens, target) in evaluate.items():
+                    history[key].append(models.losses(tokens, target).cpu())
+        if step == steps:
+            break
+        if data is None:
+            sampled = [task.sample(batch, generator) for _ in seeds]
+            tokens = torch.stack([t for t, _ in sampled])[seed_of]
+            target = torch.stack([y for _, y in sampled])[seed_of]
+        else:
+            tokens, target = data
+            order = torch.randperm(len(target), generator=generator)[:batch]
+            tokens, target = tokens[order], target[order]
+        models.normalized_step(models.losses(tokens, target), lr)
+    return {key: (torch.stack(v) if key != "step" else v) for key, v in history.items()}
+
+
+def estimate_gamma(target: torch.Tensor, task: RecallTask) -> float:
+    """Algorithm 1's ``gamma_hat = ln(alpha_hat / (1 - alpha_hat))``, with ``alpha_hat`` the
+    share of targets that are ``tau``."""
+    alpha_hat = (torch.as_tensor(target) == task.noise).double().mean().item()
+    if not 0 < alpha_hat < 1:
+        raise ValueError(f"target: the share of noise targets must lie in (0, 1), got {alpha_hat}")
+    return math.log(alpha_hat / (1 - alpha_hat))

@@ -1,0 +1,206 @@
+"""companion.recall: the task's sentences against Definition 2.1, the batched model against a
+dense implementation of eq. (1) and PyTorch's scaled_dot_product_attention, and the training
+results that the paper proves (Lemma 3.1, Theorems 3.2 and 3.4, Lemma 5.1)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from companion.recall import (
+    MODEL_NAMES,
+    RecallModels,
+    RecallTask,
+    bayes_loss,
+    estimate_gamma,
+    train,
+)
+
+SMALL = dict(vocab_size=12, n_triggers=2, n_outputs=3, length=10)
+
+
+def dense_logits(task, tokens, V, W, Fm, kind):
+    """Eq. (1) with dense one-hot embeddings, one model at a time."""
+    N, d = task.vocab_size, task.dim
+    E = F.one_hot(tokens, d).double()
+    Et = F.pad(F.one_hot(tokens[:, :-1] + N + 1, d).double(), (0, 0, 1, 0))
+    X = E + Et  # [B, H, d]
+    scores = torch.einsum("bi,ij,bhj->bh", X[:, -1], W, X)
+    if kind == "softmax":
+        sigma = scores.softmax(dim=1)
+        attended = F.scaled_dot_product_attention(
+            (X[:, -1] @ W)[:, None, None], X[:, None], X[:, None], scale=1.0)[:, 0, 0]
+        assert torch.allclose(attended, torch.einsum("bh,bhd->bd", sigma, X), atol=1e-12)
+    else:
+        sigma = scores if kind == "linear" else scores.relu()
+    phi = torch.einsum("ij,bh,bhj->bi", V, sigma, X)
+    n = task.n_classes
+    return phi[:, :n], ((X[:, -1] + phi) @ Fm.T)[:, :n]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.4])
+def test_batched_model_matches_dense_equation(alpha):
+    task = RecallTask(**SMALL, alpha=alpha)
+    tokens, _ = task.sample(7, torch.Generator().manual_seed(1))
+    models = RecallModels(task, MODEL_NAMES, seeds=(0, 1), init_std=0.3, device="cpu")
+    with torch.no_grad():
+        for params in models.parameters_of:  # make every parameter nonzero
+            for p in params.values():
+                p.add_(0.1 * torch.randn(p.shape, dtype=p.dtype))
+    xi_A, xi_F = models(tokens)
+    V, W, Fm = models.matrices()
+    for k, name in enumerate(models.names):
+        kind = name.split("-")[1].lower()
+        want_A, want_F = dense_logits(task, tokens, V[k], W[k], Fm[k], kind)
+        assert torch.allclose(xi_A[k], want_A, atol=1e-10), name
+        assert torch.allclose(xi_F[k], want_F, atol=1e-10), name
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5])
+@pytest.mark.parametrize("ood", [False, True])
+def test_every_sampled_sentence_meets_definition_2_1(alpha, ood):
+    task = RecallTask(alpha=alpha, length=40)
+    generator = torch.Generator().manual_seed(0)
+    for stratified in (False, True):
+        tokens, target = task.sample(500, generator, ood=ood, stratified=stratified)
+        task.validate(tokens, target, ood=ood)
+        y = target if alpha == 0 else None
+        if y is not None:
+            outputs = range(5, 9)
+            assert all((int(v) in outputs) != ood for v in y)
+    assert not torch.equal(*[task.sample(20, torch.Generator().manual_seed(s))[0]
+                             for s in (0, 1)])
+
+
+def test_noise_rate_and_validator_catch_each_broken_condition():
+    task = RecallTask(alpha=0.3, length=20)
+    tokens, target = task.sample(20000, torch.Generator().manual_seed(0))
+    share = (target == task.noise).double().mean().item()
+    assert abs(share - 0.3) < 0.02
+    tokens, target = tokens[:4].clone(), target[:4].clone()
+    q, y = tokens[0, -1].item(), target[target != task.noise][0].item()
+    broken = {
+        "(I) a (q, y) bigram": lambda t: t.masked_fill_((t >= 5) & (t < 9), 20),
+        "(II) tau only if alpha > 0, after q": lambda t: t.__setitem__((0, 0), task.noise),
+        "(III) q is followed by y or tau": lambda t: t[0, :2].copy_(torch.tensor([q, 40])),
+        "(IV) other triggers precede outputs": lambda t: t[0, :2].copy_(
+            torch.tensor([(q + 1) % 5, 40])),
+        "last token is a trigger": lambda t: t.__setitem__((0, -1), 30),
+    }
+    for condition, damage in broken.items():
+        damaged = tokens.clone()
+        damage(damaged)
+        holds = task.conditions(damaged, target)
+        assert not holds[condition][0], condition
+        with pytest.raises(ValueError, match="violates"):
+            task.validate(damaged, target)
+    assert y in range(5, 9)
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="vocab_size"):
+        RecallTask(vocab_size=9, n_triggers=5, n_outputs=4)
+    for alpha in (-0.1, 1.0, 1.5):
+        with pytest.raises(ValueError, match="alpha"):
+            RecallTask(alpha=alpha)
+    with pytest.raises(ValueError, match="length"):
+        RecallTask(length=2)
+    with pytest.raises(ValueError, match="length"):
+        RecallTask(length=4, alpha=0.5)
+    with pytest.raises(TypeError, match="length"):
+        RecallTask(length=3.5)
+    with pytest.raises(ValueError, match="names"):
+        RecallModels(RecallTask(), "Reparam-Tanh", device="cpu")
+    with pytest.raises(ValueError, match="batch"):
+        RecallTask().sample(0)
+    with pytest.raises(ValueError, match="before_query"):
+        RecallTask().sample(3, before_query=2)
+
+
+def test_lemma_3_1_logits_are_lambda_times_bigram_count():
+    task = RecallTask(**SMALL)
+    tokens, target = task.sample(50, torch.Generator().manual_seed(2))
+    models = RecallModels(task, ("Reparam-Linear", "Reparam-ReLU"), device="cpu")
+    lam = torch.tensor([1.5, 4.0], dtype=torch.float64)
+    with torch.no_grad():
+        for params in models.parameters_of:
+            params["lambda"].copy_(lam)
+    xi_A, xi_F = models(tokens)
+    q = tokens[:, -1]
+    want = torch.zeros_like(xi_A[0])
+    want[torch.arange(50), target] = lam[q]  # C_{q,y} = 1 in these sentences
+    assert torch.equal(xi_A[0], want) and torch.equal(xi_A[1], want)
+    assert (xi_F == 0).all()
+    loss = models.losses(tokens, target)
+    expected = torch.log1p((task.vocab_size - 1) * torch.exp(-lam[q])).mean()
+    assert torch.allclose(loss, expected.expand(2))
+
+
+def test_theorem_3_2_normalized_gd_grows_lambda_linearly():
+    task = RecallTask(**SMALL)
+    tokens, target = task.sample(task.n_triggers * task.n_outputs * 4, stratified=True)
+    models = RecallModels(task, ("Reparam-Linear", "Reparam-ReLU"), device="cpu")
+    lr, steps = 0.3, 25
+    for _ in range(steps):
+        models.normalized_step(models.losses(tokens, target), lr)
+    for params in models.parameters_of:
+        want = lr * steps / math.sqrt(task.n_triggers)
+        assert torch.allclose(params["lambda"], torch.full_like(params["lambda"], want))
+
+
+def test_theorem_3_4_direction_of_gradient_descent_on_W():
+    """The cosine with W* rises towards 2/sqrt(12) but starts below it: the proof's eq. (9),
+    which would give exactly 2/sqrt(12) from the first step on, drops the normalizer's
+    gradient at the filler positions."""
+    task = RecallTask(vocab_size=8, n_triggers=1, n_outputs=2, length=12)
+    tokens, target = task.sample(40, stratified=True, before_query=5)
+    task.validate(tokens, target)
+    models = RecallModels(task, "Reparam-Linear-W", device="cpu")
+    W = models.parameters_of[0]["W"]
+    star = torch.zeros_like(W)
+    star[0, task.vocab_size + 1 + 0] = 1.0  # E(q) Etilde(q)^T with q = 0
+    cosines = []
+    for step in range(1, 301):
+        (grad,) = torch.autograd.grad(models.losses(tokens, target).sum(), W)
+        with torch.no_grad():
+            W -= grad
+        if step in (1, 10, 100, 300):
+            cosines.append(((W * star).sum() / W.norm()).item())
+    assert cosines[0] < 2 / math.sqrt(12) - 0.05
+    assert all(a < b < 2 / math.sqrt(12) for a, b in zip(cosines, cosines[1:], strict=False))
+
+
+def test_bayes_loss_and_lemma_5_1():
+    for alpha in (0.0, 0.2, 0.5, 0.8):
+        want = torch.distributions.Bernoulli(probs=torch.tensor(alpha)).entropy().item()
+        assert abs(bayes_loss(alpha) - want) < 1e-6
+    task = RecallTask(**SMALL, alpha=0.3)
+    tokens, target = task.sample(4000, torch.Generator().manual_seed(3))
+    share = (target == task.noise).double().mean().item()
+    assert estimate_gamma(target, task) == math.log(share / (1 - share))
+    models = RecallModels(task, ("Reparam-Linear", "Reparam-ReLU"),
+                          fixed_gamma=math.log(0.3 / 0.7), device="cpu")
+    with torch.no_grad():
+        for params in models.parameters_of:
+            params["lambda"].fill_(40.0)
+    # the model predicts tau with probability 0.3 and y with 0.7, so its loss on the sample
+    # is the cross-entropy of those two probabilities against the sample's noise share
+    expected = -share * math.log(0.3) - (1 - share) * math.log(0.7)
+    losses = models.losses(tokens, target)
+    assert torch.allclose(losses, torch.tensor(expected, dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ValueError, match="target"):
+        estimate_gamma(torch.zeros(5, dtype=torch.long), task)
+
+
+def test_training_is_deterministic_and_reparam_linear_learns():
+    task = RecallTask(**SMALL)
+    evaluation = {"population": task.sample(200, torch.Generator().manual_seed(9))}
+    runs = []
+    for _ in range(2):
+        models = RecallModels(task, ("Origin-Linear", "Reparam-Linear"), device="cpu")
+        runs.append(train(models, 30, 32, 0.2, torch.Generator().manual_seed(0),
+                          evaluate=evaluation, eval_every=10, progress=False))
+    assert torch.equal(runs[0]["population"], runs[1]["population"])
+    assert runs[0]["step"] == [0, 10, 20, 30]
+    assert runs[0]["population"][-1, 1] < 0.1 * runs[0]["population"][0, 1]
