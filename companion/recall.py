@@ -137,6 +137,14 @@ class RecallTask:
         scores[(position - first[:, None]).abs() <= 1] = -1.0
         return torch.stack([first, scores.argmax(dim=1)], dim=1)
 
+    def output_word(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``y`` of each sentence, ``LongTensor[B]``: the word after an earlier occurrence of
+        the final trigger that is not ``tau`` (-1 where there is none)."""
+        tokens = torch.as_tensor(tokens)
+        after_q = tokens[:, :-1] == tokens[:, -1:]
+        following = tokens[:, 1:]
+        return torch.where(after_q & (following != self.noise), following, -1).amax(dim=1)
+
     def conditions(self, tokens: torch.Tensor, target: torch.Tensor, ood: bool = False):
         """Conditions (I)-(IV) of Definition 2.1 (and a well-formed target) for each sentence:
         a dict of ``BoolTensor[B]``. ``y`` is read off the sentence as the word after ``q``
@@ -146,7 +154,7 @@ class RecallTask:
         q = tokens[:, -1]
         previous, following = tokens[:, :-1], tokens[:, 1:]
         after_q = previous == q[:, None]
-        y = torch.where(after_q & (following != tau), following, -1).amax(dim=1)
+        y = self.output_word(tokens)
         is_output = ((y >= Q + n_out) & (y < self.vocab_size)) if ood else \
             ((y >= Q) & (y < Q + n_out))
         is_trigger = lambda t: (t >= 0) & (t < Q)  # noqa: E731
