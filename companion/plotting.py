@@ -169,24 +169,28 @@ def plot_class_map(ax=None):
     return ax
 
 
-def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=None):
+def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=None,
+                     colors=None):
     """Loss curves of several models, as in Figure 1 of the in-context recall paper:
     ``losses: [records, K]`` (nats) at ``steps``, model ``k`` called ``names[k]``. Models with
     the same name (several seeds) are drawn as their mean with a band from min to max. The
-    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale."""
+    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale. ``colors``
+    maps names to colors, so that one model has one color in every panel."""
     ax = _axes(ax)
     losses = torch.as_tensor(losses).detach().cpu().double()
     excess = (losses - target).clamp_min(1e-8).numpy()
     for name in dict.fromkeys(names):
         columns = [k for k, other in enumerate(names) if other == name]
         curve = excess[:, columns]
-        (line,) = ax.plot(steps, curve.mean(axis=1), label=name)
+        (line,) = ax.plot(steps, curve.mean(axis=1), label=name,
+                          color=(colors or {}).get(name))
         if len(columns) > 1:
             ax.fill_between(steps, curve.min(axis=1), curve.max(axis=1),
                             color=line.get_color(), alpha=0.2)
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss - Bayes loss (nats)" if target else "loss (nats)")
+    ax.legend(fontsize=7)
     if title:
         ax.set_title(title)
     return ax
