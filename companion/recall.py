@@ -137,12 +137,16 @@ class RecallTask:
         scores[(position - first[:, None]).abs() <= 1] = -1.0
         return torch.stack([first, scores.argmax(dim=1)], dim=1)
 
+    @staticmethod
+    def _after_trigger(tokens: torch.Tensor):
+        """``(after_q, following)``, both ``[B, H-1]``: whether ``z_h`` is the final trigger,
+        and ``z_{h+1}``, the word that follows it."""
+        return tokens[:, :-1] == tokens[:, -1:], tokens[:, 1:]
+
     def output_word(self, tokens: torch.Tensor) -> torch.Tensor:
         """``y`` of each sentence, ``LongTensor[B]``: the word after an earlier occurrence of
         the final trigger that is not ``tau`` (-1 where there is none)."""
-        tokens = torch.as_tensor(tokens)
-        after_q = tokens[:, :-1] == tokens[:, -1:]
-        following = tokens[:, 1:]
+        after_q, following = self._after_trigger(torch.as_tensor(tokens))
         return torch.where(after_q & (following != self.noise), following, -1).amax(dim=1)
 
     def conditions(self, tokens: torch.Tensor, target: torch.Tensor, ood: bool = False):
@@ -151,9 +155,8 @@ class RecallTask:
         that is not ``tau``; with ``ood=True`` it must be a filler instead of an output word."""
         tokens, target = torch.as_tensor(tokens), torch.as_tensor(target)
         Q, n_out, tau = self.n_triggers, self.n_outputs, self.noise
-        q = tokens[:, -1]
-        previous, following = tokens[:, :-1], tokens[:, 1:]
-        after_q = previous == q[:, None]
+        q, previous = tokens[:, -1], tokens[:, :-1]
+        after_q, following = self._after_trigger(tokens)
         y = self.output_word(tokens)
         is_output = ((y >= Q + n_out) & (y < self.vocab_size)) if ood else \
             ((y >= Q) & (y < Q + n_out))
@@ -321,8 +324,10 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     """Train every model with normalized gradient descent and record its losses.
 
     Without ``data``, each step draws a fresh batch per seed (training on the population
-    loss); with ``data = (tokens, target)`` each step takes a random minibatch of ``batch``
-    sentences of that fixed set (``M / batch`` steps make an epoch). Every ``eval_every`` steps
+    loss). With ``data = (tokens, target)``, a fixed set of ``M`` sentences shared by every
+    model, training goes through the set in epochs: each epoch shuffles it and takes
+    ``M // batch`` minibatches of ``batch`` sentences (the remainder waits for a later epoch's
+    shuffle), so ``steps = epochs * (M // batch)``. Every ``eval_every`` steps
     the loss on each set of ``evaluate = {"population": (tokens, target), ...}`` is recorded.
     Returns ``{"step": [...], "<key>": Tensor[records, K]}``."""
     from tqdm.auto import tqdm
@@ -335,6 +340,10 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     seed_of = torch.tensor([seeds.index(s) for s in models.seeds])
     for key in evaluate or {}:
         history[key] = []
+    if data is not None:
+        data_tokens, data_target = data
+        check_int(batch, "batch", minimum=1, maximum=len(data_target))
+        unused = torch.empty(0, dtype=torch.long)  # this epoch's sentences not yet used
     for step in tqdm(range(steps + 1), disable=not progress, desc="training"):
         if evaluate and (step % eval_every == 0 or step == steps):
             with torch.no_grad():
@@ -348,9 +357,10 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
             tokens = torch.stack([t for t, _ in sampled])[seed_of]
             target = torch.stack([y for _, y in sampled])[seed_of]
         else:
-            tokens, target = data
-            order = torch.randperm(len(target), generator=generator)[:batch]
-            tokens, target = tokens[order], target[order]
+            if len(unused) < batch:  # a new epoch
+                unused = torch.randperm(len(data_target), generator=generator)
+            chosen, unused = unused[:batch], unused[batch:]
+            tokens, target = data_tokens[chosen], data_target[chosen]
         models.normalized_step(models.losses(tokens, target), lr)
     return {key: (torch.stack(v) if key != "step" else v) for key, v in history.items()}
 

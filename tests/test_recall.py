@@ -204,3 +204,26 @@ def test_training_is_deterministic_and_reparam_linear_learns():
     assert torch.equal(runs[0]["population"], runs[1]["population"])
     assert runs[0]["step"] == [0, 10, 20, 30]
     assert runs[0]["population"][-1, 1] < 0.1 * runs[0]["population"][0, 1]
+
+
+def test_finite_sample_training_uses_every_sentence_once_per_epoch():
+    task = RecallTask(**SMALL)
+    data = task.sample(12, torch.Generator().manual_seed(3))
+    models = RecallModels(task, "Reparam-Linear", device="cpu")
+    seen = []
+    losses = models.losses
+
+    def recording(tokens, target):
+        match = (tokens[:, None] == data[0][None]).all(dim=-1)  # [batch, M]
+        assert (match.sum(dim=1) == 1).all()
+        seen.append(match.long().argmax(dim=1))
+        return losses(tokens, target)
+
+    models.losses = recording
+    train(models, 9, 4, 0.2, torch.Generator().manual_seed(0), data=data, progress=False)
+    epochs = torch.cat(seen).view(3, 12)  # 12 sentences, batch 4: three steps an epoch
+    for epoch in epochs:
+        assert sorted(epoch.tolist()) == list(range(12))
+    assert not torch.equal(epochs[0], epochs[1])  # reshuffled
+    with pytest.raises(ValueError, match="batch"):
+        train(models, 1, 13, 0.2, data=data, progress=False)
