@@ -170,12 +170,13 @@ def plot_class_map(ax=None):
 
 
 def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=None,
-                     colors=None):
+                     styles=None):
     """Loss curves of several models, as in Figure 1 of the in-context recall paper:
     ``losses: [records, K]`` (nats) at ``steps``, model ``k`` called ``names[k]``. Models with
     the same name (several seeds) are drawn as their mean with a band from min to max. The
-    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale. ``colors``
-    maps names to colors, so that one model has one color in every panel."""
+    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale. ``styles``
+    maps names to line properties (``{"color": "C0", "linestyle": "--"}``), so that one model
+    looks the same in every panel."""
     ax = _axes(ax)
     losses = torch.as_tensor(losses).detach().cpu().double()
     excess = (losses - target).clamp_min(1e-8).numpy()
@@ -183,7 +184,7 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
         columns = [k for k, other in enumerate(names) if other == name]
         curve = excess[:, columns]
         (line,) = ax.plot(steps, curve.mean(axis=1), label=name,
-                          color=(colors or {}).get(name))
+                          **(styles or {}).get(name, {}))
         if len(columns) > 1:
             ax.fill_between(steps, curve.min(axis=1), curve.max(axis=1),
                             color=line.get_color(), alpha=0.2)

@@ -1,0 +1,51 @@
+"""The figures draw the data they are given: checked on the artists matplotlib holds."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from companion.plotting import plot_accuracy_by_length, plot_attention, plot_loss_curves
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_loss_curves_draw_the_seed_mean_with_a_band_and_keep_styles():
+    steps = [0, 10, 20]
+    # two seeds of model "a", one of model "b"; the Bayes loss 0.5 is subtracted
+    losses = torch.tensor([[1.5, 2.5, 0.9],
+                           [0.7, 0.9, 0.6],
+                           [0.5, 0.5, 0.5]], dtype=torch.float64)
+    styles = {"a": {"color": "red", "linestyle": "--"}, "b": {"color": "blue"}}
+    ax = plot_loss_curves(steps, losses, ["a", "a", "b"], target=0.5, styles=styles)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert sorted(lines) == ["a", "b"]
+    np.testing.assert_allclose(lines["a"].get_ydata(), [1.5, 0.3, 1e-8])  # mean - 0.5, floored
+    np.testing.assert_allclose(lines["b"].get_ydata(), [0.4, 0.1, 1e-8])
+    assert lines["a"].get_color() == "red" and lines["a"].get_linestyle() == "--"
+    assert lines["b"].get_color() == "blue"
+    (band,) = ax.collections  # only "a" has several seeds
+    corners = band.get_paths()[0].vertices
+    assert corners[:, 1].max() == pytest.approx(2.0)  # max over seeds at step 0
+    assert ax.get_yscale() == "log" and "Bayes" in ax.get_ylabel()
+
+
+def test_attention_heat_map_prints_every_weight():
+    A = torch.tensor([[1.0, 0.0], [0.25, 0.75]])
+    ax = plot_attention(A, labels=["x", "y"], decimals=2)
+    assert [t.get_text() for t in ax.texts] == ["1.00", "0.00", "0.25", "0.75"]
+    np.testing.assert_array_equal(ax.images[0].get_array(), A.numpy())
+    with pytest.raises(ValueError, match="A must be a matrix"):
+        plot_attention(torch.ones(3))
+
+
+def test_accuracy_by_length_sorts_lengths():
+    ax = plot_accuracy_by_length({"model": {100: 0.5, 10: 1.0, 1000: 0.75}})
+    (line,) = [line for line in ax.get_lines() if line.get_label() == "model"]
+    np.testing.assert_array_equal(line.get_xdata(), [10, 100, 1000])
+    np.testing.assert_array_equal(line.get_ydata(), [1.0, 0.5, 0.75])
+    assert ax.get_xscale() == "log"
