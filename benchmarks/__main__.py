@@ -14,6 +14,7 @@ import torch
 from companion.attention import attention_flops, self_attention
 from companion.constructions import parity_transformer
 from companion.languages import random_strings
+from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
 from companion.runtime import device, set_seed
 
 
@@ -70,7 +71,22 @@ def bench_memory():
               f"{result['peak_mib']:>9.0f}")
 
 
+def bench_recall(steps=5):
+    """One step of normalized gradient descent for the nine models of Table 1 at the paper's
+    scale (H = 256, batch 512), one seed and five: what the full profile of *In-context recall*
+    pays 2000 times for each of its four settings."""
+    print(f"\nrecall: nine models, H = 256, batch 512, alpha = 0.5, on {device()}")
+    print(f"{'seeds':>6} {'s/step':>8} {'4 x 2000 steps (min)':>21}")
+    for seeds in (1, 5):
+        models = RecallModels(RecallTask(length=256, alpha=0.5), MODEL_NAMES, range(seeds))
+        generator = set_seed(0)
+        seconds = time_call(lambda models=models: train(
+            models, steps, 512, 0.1, generator, progress=False), repeats=3) / steps
+        print(f"{seeds:>6} {seconds:>8.3f} {seconds * 8000 / 60:>21.1f}")
+
+
 if __name__ == "__main__":
     bench_parity()
     bench_memory()
     bench_self_attention()
+    bench_recall()

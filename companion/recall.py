@@ -294,15 +294,29 @@ class RecallModels(torch.nn.Module):
         xi_F = F_x_last + torch.einsum("kij,kbj->kbi", F[:, :n], phi)
         return xi_A, xi_F
 
-    def losses(self, tokens, target) -> torch.Tensor:
-        """Mean cross-entropy (nats) of each model, ``[K]``."""
+    def losses(self, tokens, target=None) -> torch.Tensor:
+        """Mean cross-entropy (nats) of each model, ``[K]``, on ``tokens: [B, H]`` or ``[K, B, H]``.
+
+        With ``target`` (``LongTensor[B]`` or ``[K, B]``): the loss on those targets. With
+        ``target=None``: the expected loss over the target given each sentence,
+        ``(1 - alpha) (-ln p(y)) + alpha (-ln p(tau))``. Its mean over sampled sentences is the
+        population loss with the label noise integrated out exactly; it exceeds the Bayes loss
+        by the mean KL divergence from the true next-word distribution to the model's (>= 0)."""
         xi_A, xi_F = self(tokens)
-        logits = xi_A + xi_F
-        target = target.to(self.device)
-        if target.dim() == 1:
-            target = target.expand(logits.shape[0], -1)
-        return torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), target.flatten(), reduction="none").view(target.shape).mean(1)
+        log_p = (xi_A + xi_F).log_softmax(dim=-1)  # [K, B, n_classes]
+        if target is not None:
+            target = target.to(self.device).expand(log_p.shape[:2])
+            return -log_p.gather(2, target[..., None])[..., 0].mean(dim=1)
+        tokens = torch.as_tensor(tokens)
+        y = self.task.output_word(tokens.flatten(0, -2)).view(tokens.shape[:-1])
+        if (y < 0).any():
+            raise ValueError("tokens: every sentence needs an output word after its final "
+                             "trigger when target is None")
+        y = y.to(self.device).expand(log_p.shape[:2])
+        loss = -(1 - self.task.alpha) * log_p.gather(2, y[..., None])[..., 0]
+        if self.task.alpha > 0:
+            loss = loss - self.task.alpha * log_p[..., self.task.noise]
+        return loss.mean(dim=1)
 
     def normalized_step(self, loss_per_model: torch.Tensor, lr: float) -> None:
         """One step of normalized gradient descent (eq. 3) for every model: each model moves
@@ -328,7 +342,9 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     model, training goes through the set in epochs: each epoch shuffles it and takes
     ``M // batch`` minibatches of ``batch`` sentences (the remainder waits for a later epoch's
     shuffle), so ``steps = epochs * (M // batch)``. Every ``eval_every`` steps
-    the loss on each set of ``evaluate = {"population": (tokens, target), ...}`` is recorded.
+    the loss on each set of ``evaluate = {"population": (tokens, target), ...}`` is recorded
+    (``target=None`` records the expected loss over the label noise, see
+    :meth:`RecallModels.losses`).
     Returns ``{"step": [...], "<key>": Tensor[records, K]}``."""
     from tqdm.auto import tqdm
 

@@ -227,3 +227,38 @@ def test_finite_sample_training_uses_every_sentence_once_per_epoch():
     assert not torch.equal(epochs[0], epochs[1])  # reshuffled
     with pytest.raises(ValueError, match="batch"):
         train(models, 1, 13, 0.2, data=data, progress=False)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3])
+def test_losses_match_cross_entropy_and_expected_loss_is_bayes_plus_kl(alpha):
+    task = RecallTask(**SMALL, alpha=alpha)
+    tokens, target = task.sample(50, torch.Generator().manual_seed(4))
+    models = RecallModels(task, MODEL_NAMES, init_std=0.3, device="cpu")
+    with torch.no_grad():
+        for params in models.parameters_of:
+            for p in params.values():
+                p.add_(0.5 * torch.randn(p.shape, dtype=p.dtype))
+        logits = sum(models(tokens))
+        y = task.output_word(tokens)
+        for k, loss in enumerate(models.losses(tokens, target)):
+            assert torch.isclose(loss, F.cross_entropy(logits[k], target), atol=1e-12)
+        expected = models.losses(tokens)
+        for k, loss in enumerate(expected):
+            want = (1 - alpha) * F.cross_entropy(logits[k], y)
+            if alpha > 0:
+                want += alpha * F.cross_entropy(logits[k], torch.full_like(y, task.noise))
+            assert torch.isclose(loss, want, atol=1e-12)
+        assert (expected > bayes_loss(alpha)).all()  # the KL divergence is positive
+    with pytest.raises(ValueError, match="output word"):
+        models.losses(torch.arange(10).expand(2, 10))  # the last word occurs once
+
+
+def test_lemma_5_1_expected_loss_is_the_bayes_loss():
+    task = RecallTask(**SMALL, alpha=0.3)
+    tokens, _ = task.sample(100, torch.Generator().manual_seed(5))
+    models = RecallModels(task, "Reparam-Softmax", fixed_gamma=math.log(0.3 / 0.7),
+                          device="cpu")
+    with torch.no_grad():
+        models.parameters_of[0]["lambda"].fill_(60.0)
+        models.parameters_of[0]["s"].fill_(60.0)
+        assert abs(models.losses(tokens).item() - bayes_loss(0.3)) < 1e-12
