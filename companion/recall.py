@@ -307,7 +307,6 @@ class RecallModels(torch.nn.Module):
         if target is not None:
             target = target.to(self.device).expand(log_p.shape[:2])
             return -log_p.gather(2, target[..., None])[..., 0].mean(dim=1)
-        tokens = torch.as_tensor(tokens)
         y = self.task.output_word(tokens.flatten(0, -2)).view(tokens.shape[:-1])
         if (y < 0).any():
             raise ValueError("tokens: every sentence needs an output word after its final "
@@ -349,7 +348,7 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     from tqdm.auto import tqdm
 
     check_int(steps, "steps", minimum=1)
-    check_int(batch, "batch", minimum=1)
+    check_int(batch, "batch", minimum=1, maximum=None if data is None else len(data[1]))
     check_nonnegative(lr, "lr")
     task, history = models.task, {"step": []}
     seeds = sorted(set(models.seeds))
@@ -358,7 +357,6 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
         history[key] = []
     if data is not None:
         data_tokens, data_target = data
-        check_int(batch, "batch", minimum=1, maximum=len(data_target))
         unused = torch.empty(0, dtype=torch.long)  # this epoch's sentences not yet used
     for step in tqdm(range(steps + 1), disable=not progress, desc="training"):
         if evaluate and (step % eval_every == 0 or step == steps):
