@@ -34,6 +34,7 @@ import torch
 
 from companion._checks import check_choice, check_int, check_nonnegative
 from companion.runtime import device as default_device
+from companion.runtime import generator as runtime_generator
 
 KINDS = ("linear", "relu", "softmax")
 MODEL_NAMES = (
@@ -212,7 +213,7 @@ class RecallModels(torch.nn.Module):
         d, dev, f64 = task.dim, self.device, torch.float64
         self.values, self.parameters_of = torch.nn.ParameterList(), []
         for name, seed in zip(self.names, self.seeds, strict=True):
-            generator = torch.Generator().manual_seed(seed)
+            generator = runtime_generator(seed)
             def new(*shape, std=0.0, generator=generator):  # noqa: E306
                 value = torch.randn(*shape, generator=generator, dtype=f64) * std
                 parameter = torch.nn.Parameter(value.to(dev))

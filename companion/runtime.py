@@ -6,6 +6,9 @@ Two environment variables steer every chapter:
   first CUDA GPU is used when there is one, else the CPU.
 * ``BOOK_SCALE`` is ``quick`` (each chapter in under two minutes on a 2-core CPU) or ``full`` (the
   papers' sample sizes, meant for a GPU). By default it is ``full`` on CUDA and ``quick`` on CPU.
+* ``BOOK_SEED`` (an int, default 0) shifts every seed given to :func:`set_seed` and
+  :func:`generator`, so that the whole book can be rerun on other random samples
+  (``make robust``): an assertion about a sample must hold for any of them.
 """
 
 import os
@@ -43,16 +46,34 @@ def scale() -> str:
     return "full" if device().type == "cuda" else "quick"
 
 
-def set_seed(seed: int) -> torch.Generator:
-    """Seed Python's, NumPy's and PyTorch's generators (CPU and CUDA) with ``seed``.
-
-    Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for functions that take an
-    explicit ``generator``. Two runs with the same seed on the same device give the same numbers.
-    """
+def effective_seed(seed: int) -> int:
+    """``seed`` shifted by ``BOOK_SEED`` (``seed + 1_000_003 * BOOK_SEED`` modulo ``2**32``;
+    ``seed`` itself when ``BOOK_SEED`` is unset or 0), so that distinct seeds stay distinct."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must lie in [0, 2**32), got {seed}")
+    requested = os.environ.get("BOOK_SEED", "0")
+    try:
+        shift = int(requested)
+    except ValueError as error:
+        raise ValueError(f"BOOK_SEED={requested!r} is not an integer") from error
+    return (seed + 1_000_003 * shift) % 2**32
+
+
+def generator(seed: int) -> torch.Generator:
+    """A fresh CPU ``torch.Generator`` seeded with :func:`effective_seed` ``(seed)``."""
+    return torch.Generator().manual_seed(effective_seed(seed))
+
+
+def set_seed(seed: int) -> torch.Generator:
+    """Seed Python's, NumPy's and PyTorch's generators (CPU and CUDA) with ``seed``, shifted by
+    ``BOOK_SEED`` when that is set (see :func:`effective_seed`).
+
+    Returns a fresh CPU ``torch.Generator`` seeded the same way, for functions that take an
+    explicit ``generator``. Two runs with the same seed on the same device give the same numbers.
+    """
+    seed = effective_seed(seed)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the global state is what a notebook's numpy uses
     torch.manual_seed(seed)  # also seeds every CUDA device

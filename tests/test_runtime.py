@@ -43,3 +43,18 @@ def test_set_seed_makes_draws_repeat():
 def test_set_seed_rejects_bad_seeds(seed, error):
     with pytest.raises(error, match="seed"):
         runtime.set_seed(seed)
+
+
+def test_book_seed_shifts_every_seed_and_keeps_them_distinct(monkeypatch):
+    monkeypatch.delenv("BOOK_SEED", raising=False)
+    assert runtime.effective_seed(5) == 5
+    default = torch.rand(4, generator=runtime.set_seed(5))
+    monkeypatch.setenv("BOOK_SEED", "3")
+    shifted = [runtime.effective_seed(s) for s in range(10)]
+    assert len(set(shifted)) == 10 and 5 not in shifted
+    other = torch.rand(4, generator=runtime.set_seed(5))
+    assert not torch.equal(default, other)
+    assert torch.equal(torch.rand(4, generator=runtime.generator(5)), other)
+    monkeypatch.setenv("BOOK_SEED", "three")
+    with pytest.raises(ValueError, match="BOOK_SEED"):
+        runtime.set_seed(5)
