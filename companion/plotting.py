@@ -106,6 +106,28 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     return ax
 
 
+def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None):
+    """Log-log plot of the count error ``|E|`` (in units of one position) of PARITY's averaged
+    ``k/n`` on ``1^m`` against ``m``. ``measured`` and ``bounds`` map the same keys (dtype names)
+    to the measured errors (points; an exact count, error 0, has no point) and the worst-case
+    bounds (lines) at each ``m`` in ``ms``; ``where`` names the machine that measured."""
+    ax = _axes(ax, size=(7.5, 3.8))
+    for (key, values), marker in zip(measured.items(), "os^v", strict=False):
+        values = np.abs(np.asarray(values, dtype=float))
+        points = ax.loglog(ms, np.where(values > 0, values, np.nan), marker, markersize=4,
+                           label=f"{key}, measured")
+        ax.loglog(ms, bounds[key], "-", linewidth=1, color=points[0].get_color(),
+                  label=f"{key}, bound for any machine")
+    ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("string length m (all 1s, k = m)")
+    ax.set_ylabel("|count error| (positions)")
+    if where:
+        ax.set_title(f"measured {where}", fontsize=9)
+    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
 _GATE_LABELS = {"AND": "∧", "OR": "∨", "NOT": "¬", "MAJORITY": "MAJ"}
 
 

@@ -111,3 +111,28 @@ def parity_guaranteed_length(dtype: torch.dtype, c: float = 1.0, up_to: int = 10
     ns = np.arange(2, up_to + 1)
     failing = np.flatnonzero(parity_rounding_bounds(ns, dtype, c)["margin"] <= 0)
     return int(ns[failing[0]] - 1) if failing.size else int(up_to)
+
+
+def parity_spike_probe(m: int, dtype: torch.dtype, c: float = 1.0) -> dict:
+    """Run ``parity_transformer(c)`` in ``dtype`` on ``1^m`` (``k = m``, ``n = m + 1``) and read
+    off, in count units: ``"count error"`` ``E`` of the stored ``k/n``; ``"e_k"`` and
+    ``"e_k-1"``, the errors of the stored ``k/n - i/n`` at ``i = k`` and ``i = k - 1`` (what FFN 1
+    actually sees); and FFN 1's spike ``"at k"`` and ``"at k-1"`` (1 and 0 in exact
+    arithmetic). Also ``"spike error"``: the largest ``|spike_i - T(k - i + e_i)|`` over all
+    positions, FFN 1's own rounding (bounded by ``parity_rounding_bounds(...)["ffn"]``)."""
+    from companion.constructions import PARITY_LAYOUT, parity_transformer
+
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"m must be an int >= 1, got {m!r}")
+    with torch.no_grad():
+        _, trace = parity_transformer(c).to(dtype)(torch.ones(1, m, dtype=torch.long),
+                                                   record=True)
+    n, L = m + 1, PARITY_LAYOUT
+    c1 = trace.c[0][0].double().cpu()
+    offset = (m - torch.arange(n)).double()  # k - i
+    e = (c1[:, L["k/n"]] - c1[:, L["i/n"]]) * n - offset
+    spike = trace.a[1][0, :, L["[i=k]/n"]].double().cpu() * n
+    triangle = (1 - (offset + e).abs()).clamp(min=0)
+    return {"count error": c1[0, L["k/n"]].item() * n - m, "e_k": e[m].item(),
+            "e_k-1": e[m - 1].item(), "at k": spike[m].item(), "at k-1": spike[m - 1].item(),
+            "spike error": (spike - triangle).abs().max().item()}

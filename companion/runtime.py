@@ -12,6 +12,7 @@ Two environment variables steer every chapter:
 """
 
 import os
+import platform
 import random
 
 import numpy as np
@@ -34,6 +35,23 @@ def device() -> torch.device:
             raise ValueError(f"COMPANION_DEVICE={requested!r} asks for CUDA, but none is available")
         return chosen
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def describe_device(where: torch.device | None = None) -> str:
+    """A short description of a device (default :func:`device`) for printed measurements, such
+    as ``"cuda (NVIDIA H100 80GB HBM3)"`` or ``"cpu (AMD EPYC 7B13, 2 threads)"``."""
+    where = torch.device(where) if where is not None else device()
+    if where.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(where)})"
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            names = [line.split(":", 1)[1].strip() for line in cpuinfo
+                     if line.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    return f"{where.type} ({model}, {torch.get_num_threads()} threads)"
 
 
 def scale() -> str:

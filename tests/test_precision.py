@@ -7,10 +7,14 @@ import pytest
 import torch
 
 from companion import evaluation
-from companion.constructions import PARITY_LAYOUT, parity_transformer
+from companion.constructions import parity_transformer
 from companion.languages import all_strings, parity
-from companion.precision import (parity_guaranteed_length, parity_rounding_bounds,
-                                 unit_roundoff)
+from companion.precision import (
+    parity_guaranteed_length,
+    parity_rounding_bounds,
+    parity_spike_probe,
+    unit_roundoff,
+)
 
 
 def test_unit_roundoff_is_half_the_machine_epsilon():
@@ -63,23 +67,23 @@ def test_count_bound_holds_for_a_worst_kind_of_summation_order():
         assert error <= parity_rounding_bounds(n, dtype)["count"]
 
 
+def test_spike_probe_is_exact_in_float64():
+    probe = parity_spike_probe(50, torch.float64)
+    assert abs(probe["count error"]) < 1e-9 and abs(probe["e_k"]) < 1e-9
+    assert abs(probe["at k"] - 1) < 1e-9 and abs(probe["at k-1"]) < 1e-9
+    with pytest.raises(ValueError, match="m must"):
+        parity_spike_probe(0, torch.float64)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_measured_count_errors_and_spikes_stay_within_the_bounds(dtype):
-    L = parity_transformer().to(dtype)
     for m in (10, 99, 1000, 3000):
-        n = m + 1
-        bounds = parity_rounding_bounds(n, dtype)
-        with torch.no_grad():
-            _, trace = L(torch.ones(1, m, dtype=torch.long), record=True)
-        c1 = trace.c[0][0].double()
-        count = c1[0, PARITY_LAYOUT["k/n"]].item() * n
-        assert abs(count - m) <= bounds["count"]
-        e = (c1[:, PARITY_LAYOUT["k/n"]] - c1[:, PARITY_LAYOUT["i/n"]]) * n \
-            - (m - torch.arange(n))
-        spike = trace.a[1][0, :, PARITY_LAYOUT["[i=k]/n"]].double() * n
-        offsets = (m - torch.arange(n)).double() + e
-        T = (1 - offsets.abs()).clamp(min=0)
-        assert (spike - T).abs().max().item() <= bounds["ffn"]
+        bounds, probe = parity_rounding_bounds(m + 1, dtype), parity_spike_probe(m, dtype)
+        assert abs(probe["count error"]) <= bounds["count"]
+        assert probe["spike error"] <= bounds["ffn"]
+        # The spike follows what FFN 1 sees, up to its own rounding.
+        assert abs(probe["at k"] - max(0, 1 - abs(probe["e_k"]))) <= bounds["ffn"]
+        assert abs(probe["at k-1"] - max(0, -probe["e_k-1"])) <= bounds["ffn"]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

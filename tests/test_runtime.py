@@ -58,3 +58,8 @@ def test_book_seed_shifts_every_seed_and_keeps_them_distinct(monkeypatch):
     monkeypatch.setenv("BOOK_SEED", "three")
     with pytest.raises(ValueError, match="BOOK_SEED"):
         runtime.set_seed(5)
+
+
+def test_describe_device_names_the_kind_of_device():
+    text = runtime.describe_device(torch.device("cpu"))
+    assert text.startswith("cpu (") and "threads" in text
