@@ -4,14 +4,21 @@ A printed number carries its own precision: ``"0.769"`` claims the true value li
 half a unit in its last place, ``[0.7685, 0.7695]``. :func:`matches_print` checks exactly that.
 """
 
+from decimal import Decimal, InvalidOperation
+
 import torch
 
 
 def _half_unit(printed: str) -> float:
-    """Half a unit in the last printed place of ``printed`` (``"0.769"`` -> 0.0005)."""
-    digits = printed.strip().lstrip("+-").split("e")[0]
-    decimals = len(digits.split(".")[1]) if "." in digits else 0
-    return 0.5 * 10.0**-decimals
+    """Half a unit in the last printed place of ``printed``: ``"0.769"`` -> 0.0005,
+    ``"1.5e-3"`` -> 0.00005, ``"2e5"`` -> 50000 (an exponent moves the last place)."""
+    try:
+        number = Decimal(printed.strip())
+    except InvalidOperation:
+        raise ValueError(f"printed must hold numbers such as '0.769', got {printed!r}") from None
+    if not number.is_finite():
+        raise ValueError(f"printed must hold finite numbers, got {printed!r}")
+    return 0.5 * 10.0 ** number.as_tuple().exponent
 
 
 def matches_print(computed, printed) -> bool:
@@ -39,6 +46,6 @@ def matches_print(computed, printed) -> bool:
     if values.numel() != len(flat_printed):
         raise ValueError(f"computed has {values.numel()} numbers but printed has "
                          f"{len(flat_printed)}")
-    target = torch.tensor([float(p) for p in flat_printed], dtype=torch.float64)
     tolerance = torch.tensor([_half_unit(p) for p in flat_printed], dtype=torch.float64)
+    target = torch.tensor([float(p) for p in flat_printed], dtype=torch.float64)
     return bool(((values - target).abs() <= tolerance * (1 + 1e-9)).all())

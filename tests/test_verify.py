@@ -23,3 +23,21 @@ def test_shape_and_type_mismatches_are_refused():
         matches_print(torch.zeros(2), ["0"])
     with pytest.raises(TypeError, match="printed must hold strings"):
         matches_print(torch.zeros(1), [0.0])
+
+
+def test_an_exponent_moves_the_last_place():
+    # "1.5e-3" claims [1.45e-3, 1.55e-3]: half a unit is 5e-5, not 0.05.
+    assert matches_print(1.5e-3 + 4e-5, "1.5e-3") and matches_print(1.5e-3 - 4e-5, "1.5e-3")
+    assert not matches_print(1.5e-3 + 6e-5, "1.5e-3")
+    assert not matches_print(0.0, "1.5e-3")
+    # "2e5" claims [1.5e5, 2.5e5]: half a unit is 5e4, not 0.5.
+    assert matches_print(2e5 + 4e4, "2e5") and matches_print(2e5 - 4e4, "2E+5")
+    assert not matches_print(2e5 + 6e4, "2e5")
+    assert matches_print(0.0123, "1.23e-2") and not matches_print(0.01236, "1.23e-2")
+
+
+def test_printed_strings_that_are_not_finite_numbers_are_refused():
+    with pytest.raises(ValueError, match="printed must hold numbers"):
+        matches_print(1.0, "one")
+    with pytest.raises(ValueError, match="printed must hold finite numbers"):
+        matches_print(1.0, "nan")
