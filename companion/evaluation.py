@@ -10,7 +10,7 @@ import torch
 from tqdm import tqdm
 
 from companion._checks import check_int
-from companion.languages import random_strings
+from companion.languages import as_strings, random_strings
 
 POSITIONS = 2**22  # strings x positions evaluated at once
 
@@ -19,8 +19,10 @@ def _device(model) -> torch.device:
     return next(model.parameters()).device
 
 
-def logits(model, w: torch.Tensor) -> torch.Tensor:
-    """``model(w)`` in chunks of rows, without gradients, on the model's device: ``[B]``."""
+def logits(model, w: torch.Tensor | str) -> torch.Tensor:
+    """``model(w)`` in chunks of rows, without gradients, on the model's device: ``[B]``
+    (``[1]`` for a single ``str`` such as ``"0110"``)."""
+    w = as_strings(w)
     rows = max(1, POSITIONS // (w.shape[1] + 1))
     with torch.no_grad():
         return torch.cat([model(chunk.to(_device(model))).cpu()

@@ -54,3 +54,17 @@ def test_accuracy_random_lengths_counts_every_string():
     assert evaluation.accuracy_random_lengths(first_transformer(), first, 200, 30, g) == 1.0
     flawed = flawed_first_transformer(c=0.5)  # wrong on some strings already at n = 4
     assert 0.5 < evaluation.accuracy_random_lengths(flawed, first, 200, 30, g) < 1.0
+
+
+def test_logits_accept_a_str_and_refuse_other_symbols():
+    # FIRST's logit for a string starting with 1 is positive, with 0 negative; the str must
+    # give the very numbers of the tensor it stands for.
+    model = first_transformer()
+    s = evaluation.logits(model, "0110")
+    assert s.shape == (1,)
+    assert torch.equal(s, evaluation.logits(model, torch.tensor([[0, 1, 1, 0]])))
+    assert s.item() < 0 < evaluation.logits(model, "1001").item()
+    with pytest.raises(ValueError, match="w must contain only"):
+        evaluation.logits(model, "0120")
+    with pytest.raises(TypeError, match="w must be a str"):
+        evaluation.logits(model, [0, 1])
