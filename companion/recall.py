@@ -333,6 +333,21 @@ class RecallModels(torch.nn.Module):
                             p -= lr * g / norm
 
 
+def _check_sentences(pair, name: str, target_required: bool) -> None:
+    """``pair`` must be ``(tokens LongTensor[M, H], target LongTensor[M])`` (``target`` may be
+    ``None`` unless ``target_required``)."""
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise TypeError(f"{name} must be a pair (tokens, target), got {type(pair).__name__}")
+    tokens, target = pair
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
+        raise TypeError(f"{name}: tokens must be a LongTensor[M, H]")
+    if target is None and not target_required:
+        return
+    if not isinstance(target, torch.Tensor) or target.shape != tokens.shape[:1]:
+        raise ValueError(f"{name}: target must be a LongTensor[M] with one entry per sentence "
+                         f"(M = {tokens.shape[0]})")
+
+
 def train(models: RecallModels, steps: int, batch: int, lr: float, generator=None,
           data=None, evaluate=None, eval_every: int = 10, progress: bool = True):
     """Train every model with normalized gradient descent and record its losses.
@@ -348,9 +363,25 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     Returns ``{"step": [...], "<key>": Tensor[records, K]}``."""
     from tqdm.auto import tqdm
 
+    if not isinstance(models, RecallModels):
+        raise TypeError(f"models must be a RecallModels, got {type(models).__name__}")
     check_int(steps, "steps", minimum=1)
-    check_int(batch, "batch", minimum=1, maximum=None if data is None else len(data[1]))
+    check_int(eval_every, "eval_every", minimum=1)
     check_nonnegative(lr, "lr")
+    if not math.isfinite(lr):
+        raise ValueError(f"lr must be finite, got {lr}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got "
+                        f"{type(generator).__name__}")
+    if data is not None:
+        _check_sentences(data, "data", target_required=True)
+    check_int(batch, "batch", minimum=1, maximum=None if data is None else len(data[1]))
+    if evaluate is not None:
+        if not isinstance(evaluate, dict):
+            raise TypeError("evaluate must be a dict {name: (tokens, target)}, got "
+                            f"{type(evaluate).__name__}")
+        for key, pair in evaluate.items():
+            _check_sentences(pair, f"evaluate[{key!r}]", target_required=False)
     task, history = models.task, {"step": []}
     seeds = sorted(set(models.seeds))
     seed_of = torch.tensor([seeds.index(s) for s in models.seeds])

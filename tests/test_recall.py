@@ -262,3 +262,34 @@ def test_lemma_5_1_expected_loss_is_the_bayes_loss():
         models.parameters_of[0]["lambda"].fill_(60.0)
         models.parameters_of[0]["s"].fill_(60.0)
         assert abs(models.losses(tokens).item() - bayes_loss(0.3)) < 1e-12
+
+
+def test_train_refuses_bad_arguments_by_name():
+    task = RecallTask(**SMALL)
+    models = RecallModels(task, "Reparam-Linear", device="cpu")
+    population = {"population": task.sample(8, torch.Generator().manual_seed(0))}
+    tokens, target = task.sample(6, torch.Generator().manual_seed(1))
+    run = dict(steps=2, batch=4, lr=0.2, progress=False)
+    bad = [({"eval_every": 0, "evaluate": population}, ValueError, "eval_every"),
+           ({"eval_every": 0}, ValueError, "eval_every"),
+           ({"eval_every": 2.5}, TypeError, "eval_every"),
+           ({"lr": float("nan")}, ValueError, "lr"),
+           ({"lr": float("inf")}, ValueError, "lr"),
+           ({"lr": -1.0}, ValueError, "lr"),
+           ({"steps": 0}, ValueError, "steps"),
+           ({"batch": 0}, ValueError, "batch"),
+           ({"generator": 0}, TypeError, "generator"),
+           ({"data": tokens}, TypeError, "data"),
+           ({"data": (tokens, target[:5])}, ValueError, "data"),
+           ({"evaluate": [tokens, target]}, TypeError, "evaluate"),
+           ({"evaluate": {"set": (tokens.double(), target)}}, TypeError, "evaluate")]
+    for change, error, name in bad:
+        with pytest.raises(error, match=name):
+            train(models, **{**run, **change})
+    with pytest.raises(TypeError, match="models"):
+        train("Reparam-Linear", **run)
+    before = [p.clone() for p in models.parameters_of[0].values()]
+    with pytest.raises(ValueError):
+        train(models, **{**run, "lr": float("nan")})
+    after = models.parameters_of[0].values()
+    assert all(torch.equal(p, q) for p, q in zip(before, after, strict=True))
