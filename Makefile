@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: book test full assignments bench clean
+.PHONY: book test full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,8 +13,16 @@ $(READY): requirements.txt pyproject.toml
 	touch $(READY)
 
 ## book: execute every notebook (cached) and build the HTML book into _build/html
+# --all re-reads every page, so a chapter that failed before fails again (a failed notebook is
+# never cached); a page that shows an error traceback is moved aside with the rest of the build.
 book: $(READY)
-	$(BIN)/jupyter-book build --warningiserror --nitpick --keep-going .
+	$(BIN)/jupyter-book build --all --warningiserror --nitpick --keep-going . \
+		|| { rm -rf _build/html-failed; mv _build/html _build/html-failed; \
+		     echo "make book: a chapter failed; see _build/html-failed/reports/"; exit 1; }
+	@if grep -l 'class="output traceback' _build/html/book/*.html; then \
+		rm -rf _build/html-failed; mv _build/html _build/html-failed; \
+		echo "make book: the pages above show an error; the build is in _build/html-failed"; \
+		exit 1; fi
 	@echo "Open _build/html/index.html"
 
 ## test: unit tests, lint, every notebook under nbval (quick profile), no committed outputs, book build
@@ -25,6 +33,15 @@ test: $(READY)
 ## full: every notebook under nbval at the papers' scale (meant for a GPU)
 full: $(READY)
 	BOOK_SCALE=full $(BIN)/python -m pytest book
+
+## robust: every notebook under nbval with three other seeds (BOOK_SEED) and one thread
+ROBUST_SEEDS ?= 1 2 3
+robust: $(READY)
+	for seed in $(ROBUST_SEEDS); do \
+		echo "== BOOK_SEED=$$seed, one thread"; \
+		BOOK_SEED=$$seed OMP_NUM_THREADS=1 BOOK_SCALE=quick $(BIN)/python -m pytest book \
+			|| exit 1; \
+	done
 
 ## assignments: student (solutions removed) and instructor editions in _build/assignments
 assignments: $(READY)
