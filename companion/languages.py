@@ -183,6 +183,35 @@ def random_formula(depth: int, generator: torch.Generator | None = None) -> str:
     return build(depth)
 
 
+def random_split_formula(leaves: int, generator: torch.Generator | None = None) -> str:
+    """A random BFVP formula with ``leaves`` constants whose shape is *not* chosen balanced:
+    a formula with ``l >= 2`` constants joins, by ∧ or ∨, a left operand with ``k`` constants
+    and a right one with ``l - k``, ``k`` uniform in ``1..l-1``, recursively (the shape of a
+    random binary search tree); every subformula, constants included, is negated with
+    probability 1/4, and the constants are fair bits.
+
+    With ``l`` constants, ``E[sum over constants of 2^(depth of its NOT/∧/∨ path)]`` is
+    ``(5/4) C(l + 3, 4) <= (5/4) l^4``, so the nesting depth exceeds ``4 log2(l) + D`` with
+    probability at most ``(5/4) 2^-D`` (Markov's inequality)."""
+    check_int(leaves, "leaves", minimum=1)
+    splits = torch.rand(leaves - 1, generator=generator, dtype=torch.float64).tolist()
+    operators = torch.randint(0, 2, (leaves - 1,), generator=generator).tolist()
+    negated = (torch.rand(2 * leaves - 1, generator=generator) < 0.25).tolist()
+    bits = torch.randint(0, 2, (leaves,), generator=generator).tolist()
+    splits, operators, negated, bits = map(iter, (splits, operators, negated, bits))
+
+    def build(n: int) -> str:  # recursion depth = the tree's height, O(log n) w.h.p.
+        if n == 1:
+            text = str(next(bits))
+        else:
+            left = 1 + int(next(splits) * (n - 1))
+            op = "∧∨"[next(operators)]
+            text = f"({build(left)}{op}{build(n - left)})"
+        return f"(¬{text})" if next(negated) else text
+
+    return build(leaves)
+
+
 # --- The word problem of the symmetric group S_k ---------------------------------------------
 
 

@@ -106,3 +106,31 @@ def test_formula_circuit_agrees_with_bfvp_value():
         nesting = max(formula[:i].count("(") - formula[:i].count(")")
                       for i in range(len(formula) + 1))
         assert circuit.depth == nesting
+
+
+def test_random_split_formula_depth_bounds_and_expected_weight():
+    """The formulas of the circuits chapter: every constant is a leaf of the circuit, the
+    depth lies between log2(leaves) and the tail bound 4 log2(leaves) + 32, and the expected
+    total weight sum 2^depth over the constants is (5/4) C(leaves + 3, 4), as derived there."""
+    from companion.languages import bfvp_value, random_split_formula
+
+    generator = torch.Generator().manual_seed(3)
+    for leaves in (1, 2, 3, 10, 100, 1000):
+        formula = random_split_formula(leaves, generator)
+        circuit, bits = circuits.formula_circuit(formula)
+        assert circuit.n_inputs == leaves
+        assert circuit.evaluate(bits).item() == bfvp_value(formula)
+        assert math.log2(leaves) <= circuit.depth < 4 * math.log2(leaves) + 32
+    for leaves in (2, 5):
+        weights = []
+        for _ in range(20_000):
+            depth, weight = 0, 0
+            for symbol in random_split_formula(leaves, generator):
+                depth += {"(": 1, ")": -1}.get(symbol, 0)
+                weight += 2**depth if symbol in "01" else 0
+            weights.append(weight)
+        weights = torch.tensor(weights, dtype=torch.float64)
+        error = 5 * weights.std() / math.sqrt(len(weights))  # five standard errors
+        assert abs(weights.mean() - 1.25 * math.comb(leaves + 3, 4)) < error
+    with pytest.raises(ValueError, match="leaves"):
+        random_split_formula(0)
