@@ -2,13 +2,17 @@
 
 A check returns a :class:`Feedback`, which is truthy when the attempt is right, so a notebook
 can ``assert check_...(...)`` and an autograder can report ``feedback.message``.
+
+A check must not accept an answer that is right only on the cases it happens to try. Where the
+exercise asks for something true at every length, the check proves it: the attention exercises
+of [chiang2024esslli] §5 are decided exactly, in rational arithmetic, for every length at once.
 """
 
 from dataclasses import dataclass
+from fractions import Fraction
 
+import sympy
 import torch
-
-from companion.attention import attention_weights
 
 
 @dataclass
@@ -32,56 +36,196 @@ def previous_position_inputs(x: torch.Tensor) -> torch.Tensor:
     return torch.stack([x.double(), torch.ones_like(i), i, i**2, torch.zeros_like(i)])
 
 
-def check_previous_position_layer(W_Q, W_K, W_V, lengths=range(1, 25), trials: int = 20,
-                                  seed: int = 0) -> Feedback:
-    """Grade Exercise 5.1 of 004: an average-hard attention layer ``f(X) = X + att(X)`` (the
-    residual connection, no layer norm, no FFN) whose fifth row copies ``x_{i-1}`` (``x_0`` at
-    position 0) and leaves the other rows as they were.
+_i = sympy.Symbol("i")
+EXERCISE_KEYS = [[0, 0, 1, 0, 0], [0, 0, 0, 1, 0]]
+"""The keys ``k_j = [j, j^2]`` of the solution of Exercise 5.1, as a ``W_K: [2, 5]``."""
 
-    The weights use 004's column convention: ``W_Q, W_K: [d_hid, 5]``, ``W_V: [5, 5]``; scores
-    are ``(W_Q X)^T (W_K X) / sqrt(d_hid)``. The layer is tried on random ``x`` for every
-    length in ``lengths``.
-    """
+
+def _exact_matrix(W, name: str, rows=None, columns: int = 5):
+    """``W`` as a list of rows of Fractions (every float is a rational number), or a str
+    saying why it is not a ``[rows, columns]`` matrix of finite numbers."""
     try:
-        W_Q, W_K, W_V = (torch.as_tensor(W, dtype=torch.float64) for W in (W_Q, W_K, W_V))
+        W = torch.as_tensor(W, dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError) as error:
-        return Feedback(False, f"the weights must be numeric matrices ({error})")
-    if W_Q.dim() != 2 or W_Q.shape[1] != 5 or W_K.shape != W_Q.shape:
+        return f"{name} must be a numeric matrix ({error})"
+    wanted = f"[{'d_hid' if rows is None else rows}, {columns}]"
+    if W.dim() != 2 or W.shape[1] != columns or (rows is not None and W.shape[0] != rows):
+        return f"{name} must be a {wanted} matrix, got {list(W.shape)}"
+    if not torch.isfinite(W).all():
+        return f"{name} must be finite"
+    return [[Fraction(v) for v in row] for row in W.tolist()]
+
+
+def _position_scores(W_Q, W_K):
+    """The score ``q_i . k_j`` of Exercise 5.1's inputs, up to terms that do not depend on
+    ``j`` (they cannot move the maximum), and up to the positive factor ``1/sqrt(d_hid)``.
+
+    With ``u_i = [x_i, 1, i, i^2]`` and ``M = W_Q^T W_K``, the score is ``u_i^T M u_j``.
+    Returns ``(A, B)``, polynomials in ``i`` with ``score = A(i) j + B(i) j^2 + (terms free of
+    j)``, or a str naming the entries of ``M`` that make the score depend on ``x``: such a
+    score moves with the input, so some ``x`` defeats any position rule.
+    """
+    d = len(W_Q)
+    M = [[sum(W_Q[h][r] * W_K[h][c] for h in range(d)) for c in range(4)] for r in range(4)]
+    names = ["x", "1", "i", "i^2"]
+    depends_on_x = [(r, c) for r in range(4) for c in range(4)
+                    if M[r][c] != 0 and (c == 0 or (r == 0 and c >= 2))]
+    if depends_on_x:
+        pairs = ", ".join(f"{names[r]} (query) with {names[c].replace('i', 'j')} (key)"
+                          for r, c in depends_on_x)
+        return (f"the scores depend on the input x, not only on the positions: W_Q^T W_K "
+                f"pairs {pairs}, so some inputs move the maximum")
+    A = sympy.Poly([M[3][2], M[2][2], M[1][2]], _i, domain="QQ")
+    B = sympy.Poly([M[3][3], M[2][3], M[1][3]], _i, domain="QQ")
+    return A, B
+
+
+def _first_nonpositive(p: sympy.Poly, start: int):
+    """The least integer ``i >= start`` with ``p(i) <= 0``, or None if ``p`` is positive at
+    every integer from ``start`` on. Exact: if ``p(m) <= 0``, then ``p`` is ``<= 0`` at
+    ``start`` or at the ceiling of the largest real root in ``[start, m]``, so those are the
+    only candidates."""
+    if p.is_zero:
+        return start
+    candidates = {start} | {int(sympy.ceiling(r)) for r in p.real_roots() if r >= start}
+    failing = [c for c in sorted(candidates) if p.eval(c) <= 0]
+    return failing[0] if failing else None
+
+
+def _score(A, B, i: int, j: int):
+    return A.eval(i) * j + B.eval(i) * j * j
+
+
+def _rival(A, B, i: int, target: int) -> int:
+    """A position ``j != target`` whose score at position ``i`` is at least the target's
+    (one exists when the check has found that ``target`` is not the unique maximum)."""
+    for j in (target - 1, target + 1):
+        if j >= 0 and _score(A, B, i, j) >= _score(A, B, i, target):
+            return j
+    a, b = A.eval(i), B.eval(i)  # target = 0 and the score j (a + b j) grows for large j
+    return max(1, int(sympy.ceiling(-a / b)))
+
+
+def _value_error(W_V) -> str | None:
+    """Why ``W_V`` does not map every column ``[x, 1, j, j^2, 0]`` to ``[0, 0, 0, 0, x]``
+    (to 1e-9; the last column meets only zeros), or None."""
+    wanted = torch.zeros(5, 4, dtype=torch.float64)
+    wanted[4, 0] = 1
+    if not torch.allclose(W_V[:, :4], wanted, rtol=0, atol=1e-9):
+        return ("W_V must write x_j into the fifth row and nothing else: its first four "
+                "columns should be zero except a 1 in row 5, column 1 (it is multiplied by "
+                "[x_j, 1, j, j^2], so any other entry changes the output for some x or j)")
+    return None
+
+
+def check_previous_position_layer(W_Q, W_K, W_V) -> Feedback:
+    """Grade Exercise 5.1 of [chiang2024esslli]: an average-hard attention layer
+    ``f(X) = X + att(X)`` (the residual connection, no layer norm, no FFN) whose fifth row
+    copies ``x_{i-1}`` (``x_0`` at position 0) and leaves the other rows as they were, for
+    every length ``n`` and every input ``x``.
+
+    The weights use the column convention: ``W_Q, W_K: [d_hid, 5]``, ``W_V: [5, 5]``; scores
+    are ``(W_Q X)^T (W_K X) / sqrt(d_hid)``. The check is exact, not a trial: the scores must
+    not depend on ``x``, and then at position ``i`` they are ``A(i) j + B(i) j^2`` plus terms
+    free of ``j``, a quadratic in ``j`` that must have its unique maximum over all ``j >= 0``
+    at ``t = max(i - 1, 0)``. For ``i >= 2`` that means ``B(i) < 0`` and the score at ``t``
+    beats those at ``t - 1`` and ``t + 1``: two polynomial inequalities in ``i``, decided at
+    every integer ``i >= 2`` from their real roots.
+    """
+    W_Q, W_K = (_exact_matrix(W, name) for W, name in ((W_Q, "W_Q"), (W_K, "W_K")))
+    for W in (W_Q, W_K):
+        if isinstance(W, str):
+            return Feedback(False, W)
+    if len(W_Q) != len(W_K):
         return Feedback(False, f"W_Q and W_K must both be [d_hid, 5] matrices, got "
-                               f"{list(W_Q.shape)} and {list(W_K.shape)}")
-    if W_V.shape != (5, 5):
-        return Feedback(False, f"W_V must be a [5, 5] matrix, got {list(W_V.shape)}")
-    generator = torch.Generator().manual_seed(seed)
-    for n in lengths:
-        x = torch.randn(trials, n, generator=generator, dtype=torch.float64)
-        X = torch.stack([previous_position_inputs(row) for row in x])  # [trials, 5, n]
-        scores = (W_Q @ X).transpose(1, 2) @ (W_K @ X) / W_Q.shape[0] ** 0.5
-        alpha = attention_weights(scores, kind="average_hard")  # [trials, n, n]
-        Y = X + (W_V @ X) @ alpha.transpose(1, 2)
-        target = X.clone()
-        target[:, 4] = torch.cat([x[:, :1], x[:, :-1]], dim=1)
-        if not torch.allclose(Y, target, rtol=1e-9, atol=1e-9):
-            position = int((Y - target).abs().amax(dim=(0, 1)).argmax())
-            attended = alpha[0, position].nonzero().flatten().tolist()
-            wanted = max(position - 1, 0)
-            return Feedback(False, f"for n = {n}, position {position} should read x_{wanted} "
-                                   f"into the fifth row, but it attends to positions {attended} "
-                                   "(or W_V changes other rows)")
-    return Feedback(True, f"position i copies x_(i-1) for every n in {min(lengths)}.."
-                          f"{max(lengths)}")
+                               f"{len(W_Q)} and {len(W_K)} rows")
+    value = _exact_matrix(W_V, "W_V", rows=5)
+    if isinstance(value, str):
+        return Feedback(False, value)
+    problem = _value_error(torch.as_tensor(W_V, dtype=torch.float64))
+    if problem:
+        return Feedback(False, problem)
+    scores = _position_scores(W_Q, W_K)
+    if isinstance(scores, str):
+        return Feedback(False, scores)
+    A, B = scores
+    first = next((i for i in (0, 1) if not (B.eval(i) <= 0 and A.eval(i) + B.eval(i) < 0)),
+                 None)
+    if first is None:
+        later = [_first_nonpositive(-A - B * (2 * _i - 1), 2),   # beats t + 1
+                 _first_nonpositive(A + B * (2 * _i - 3), 2)]    # beats t - 1
+        later = [i for i in later if i is not None]
+        first = min(later) if later else None
+    if first is None:
+        return Feedback(True, "position i reads x_(i-1) (position 0 reads x_0) for every "
+                              "length n and every input x")
+    target = max(first - 1, 0)
+    rival = _rival(A, B, first, target)
+    return Feedback(False, f"for n = {max(first, rival) + 1}, position {first} should read "
+                           f"x_{target} into the fifth row, but position {rival} scores at "
+                           f"least as high as position {target}")
+
+
+def check_tied_queries(W_Q_tie) -> Feedback:
+    """Grade the tie exercise that follows Exercise 5.1 of [chiang2024esslli]: with the keys
+    ``k_j = [j, j^2]`` (:data:`EXERCISE_KEYS`), the queries ``W_Q_tie: [2, 5]`` must give every
+    position ``i >= 1`` exactly two maximal scores, at ``j = i - 1`` and ``j = i``, for every
+    length and input. Exact, like :func:`check_previous_position_layer`: the tie
+    ``A(i) + B(i)(2i - 1) = 0`` must hold as a polynomial identity, and ``B(i) < 0`` (the two
+    tied scores are the top of a concave parabola) at every integer ``i >= 1``."""
+    W_Q_tie = _exact_matrix(W_Q_tie, "W_Q_tie", rows=2)
+    if isinstance(W_Q_tie, str):
+        return Feedback(False, W_Q_tie)
+    scores = _position_scores(W_Q_tie, [[Fraction(v) for v in row] for row in EXERCISE_KEYS])
+    if isinstance(scores, str):
+        return Feedback(False, scores)
+    A, B = scores
+    gap = A + B * (2 * _i - 1)  # score(i) - score(i - 1)
+    if not gap.is_zero:
+        i = next(i for i in range(1, 5) if gap.eval(i) != 0)  # a cubic has <= 3 roots
+        return Feedback(False, f"at position {i} the scores of positions {i - 1} and {i} "
+                               f"differ by {float(gap.eval(i)):.3g}: they are not tied")
+    i = _first_nonpositive(-B, 1)
+    if i is not None:  # B(i) >= 0: the tie sits at the bottom of the parabola, or it is flat
+        rival = i - 2 if i >= 2 else i + 1
+        return Feedback(False, f"for n = {max(i, rival) + 1}, the tied scores of positions "
+                               f"{i - 1} and {i} at position {i} are not the largest: "
+                               f"position {rival} scores at least as high")
+    return Feedback(True, "every position i >= 1 has exactly two maximal scores, at i - 1 and "
+                          "i, for every length n and every input x")
+
+
+def _strings_of_every_weight(n: int, samples: int, generator: torch.Generator) -> torch.Tensor:
+    """``LongTensor[samples + 2n + 2, n]``: every string with at most one 1 or at most one 0,
+    and ``samples`` strings whose number of 1s is uniform on ``0..n`` (placed at random), so
+    that a language that depends on the count is tested at every count, not only near n/2."""
+    eye = torch.eye(n, dtype=torch.long)
+    edges = torch.cat([torch.zeros(1, n, dtype=torch.long), eye, 1 - eye,
+                       torch.ones(1, n, dtype=torch.long)])
+    ones = torch.randint(n + 1, (samples, 1), generator=generator)
+    ranks = torch.rand(samples, n, generator=generator).argsort(dim=1)
+    return torch.cat([edges, (ranks < ones).long()])
 
 
 def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: str = "TC",
-                         max_depth=None) -> Feedback:
+                         max_depth=None, sampled_lengths=(16, 33, 64), samples: int = 2000,
+                         seed: int = 0) -> Feedback:
     """Grade a circuit family: ``family(n)`` must return a
     :class:`~companion.circuits.Circuit` with ``n`` inputs that decides ``language`` (a
-    function on ``LongTensor[B, n]``, such as ``companion.languages.parity``) on every input of
-    each length in ``lengths``, obeys the gate rules of ``circuit_class`` and, if
-    ``max_depth`` (an int or a function of n) is given, is no deeper than that."""
+    function on ``LongTensor[B, n]``, such as ``companion.languages.parity``), obeys the gate
+    rules of ``circuit_class`` and, if ``max_depth`` (an int or a function of n) is given, is
+    no deeper than that.
+
+    Every input is tried at each length in ``lengths``; at each of ``sampled_lengths``, too
+    long for that, the strings with at most one 1 or one 0 and ``samples`` strings with a
+    number of 1s uniform on ``0..n`` (seeded by ``seed``). A family is a program, so no finite
+    test proves it right at every length; the longer lengths catch families that are right
+    only on the short ones."""
     from companion.circuits import Circuit
     from companion.languages import all_strings
 
-    for n in lengths:
+    generator = torch.Generator().manual_seed(seed)
+    for n in [*lengths, *sampled_lengths]:
         try:
             circuit = family(n)
         except Exception as error:  # a student's code may fail in any way
@@ -96,10 +240,15 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
         bound = max_depth(n) if callable(max_depth) else max_depth
         if bound is not None and circuit.depth > bound:
             return Feedback(False, f"family({n}) has depth {circuit.depth}, more than {bound}")
-        w = all_strings(n)
+        exhaustive = n in lengths
+        w = all_strings(n) if exhaustive else _strings_of_every_weight(n, samples, generator)
         wrong = (circuit.evaluate(w) != language(w)).nonzero().flatten()
         if len(wrong):
             example = "".join(str(b) for b in w[wrong[0]].tolist())
             return Feedback(False, f"family({n}) gives the wrong answer on {example!r} "
-                                   f"(and {len(wrong) - 1} other inputs)")
-    return Feedback(True, f"correct on every input for n in {min(lengths)}..{max(lengths)}")
+                                   f"(and {len(wrong) - 1} other inputs "
+                                   f"{'' if exhaustive else 'of those tried '}of length {n})")
+    tried = f"on every input for n in {min(lengths)}..{max(lengths)}"
+    if sampled_lengths:
+        tried += f" and on strings of every weight for n in {list(sampled_lengths)}"
+    return Feedback(True, "correct " + tried)

@@ -1,17 +1,73 @@
+import pytest
+import sympy
 import torch
 
-from companion.exercises import Feedback, check_previous_position_layer, previous_position_inputs
+from companion import circuits
+from companion.attention import attention_weights
+from companion.exercises import (EXERCISE_KEYS, Feedback, _first_nonpositive,
+                                 check_circuit_family, check_previous_position_layer,
+                                 check_tied_queries, previous_position_inputs)
+from companion.languages import majority, parity
 
 # A solution derived from the exercise's hint: s[i, j] = 2(i - 1) j - j^2, maximal at j = i - 1
 # (and at j = 0 when i = 0).
 W_Q = [[0, -2, 2, 0, 0], [0, -1, 0, 0, 0]]
-W_K = [[0, 0, 1, 0, 0], [0, 0, 0, 1, 0]]
+W_K = EXERCISE_KEYS
 W_V = [[0] * 5, [0] * 5, [0] * 5, [0] * 5, [1, 0, 0, 0, 0]]
+
+
+def first_wrong_position(W_Q, W_K, n: int):
+    """Brute force, independent of the check: run the layer on random inputs of length n in
+    float64 and return the first position whose fifth row is not x_(i-1), or None."""
+    x = torch.randn(3, n, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    X = torch.stack([previous_position_inputs(row) for row in x])
+    W_Q, W_K = (torch.as_tensor(W, dtype=torch.float64) for W in (W_Q, W_K))
+    alpha = attention_weights((W_Q @ X).transpose(1, 2) @ (W_K @ X), kind="average_hard")
+    copied = (alpha @ x[:, :, None])[..., 0]
+    wanted = torch.cat([x[:, :1], x[:, :-1]], dim=1)
+    wrong = ((copied - wanted).abs() > 1e-9).any(dim=0).nonzero().flatten()
+    return int(wrong[0]) if len(wrong) else None
 
 
 def test_correct_layer_passes():
     feedback = check_previous_position_layer(W_Q, W_K, W_V)
     assert isinstance(feedback, Feedback) and feedback.passed, feedback.message
+    scaled = [[3 * v for v in row] for row in W_Q]  # any positive scale of the scores
+    assert check_previous_position_layer(scaled, W_K, W_V)
+
+
+@pytest.mark.parametrize("b", [-1.01, -1.02, -0.99])
+def test_answers_right_only_for_short_lengths_fail(b):
+    # q_i = [2i - 2, b]: right for every n <= 24, wrong from some longer n on (review of
+    # issue 12: the old check tried n = 1..24 only and passed these)
+    almost = [[0, -2, 2, 0, 0], [0, b, 0, 0, 0]]
+    assert first_wrong_position(almost, W_K, 25) is None
+    feedback = check_previous_position_layer(almost, W_K, W_V)
+    assert not feedback
+    n = int(feedback.message.split("n = ")[1].split(",")[0])
+    position = int(feedback.message.split("position ")[1].split(" ")[0])
+    assert first_wrong_position(almost, W_K, n) == position
+    assert first_wrong_position(almost, W_K, n - 1) is None
+
+
+def test_exact_verdict_agrees_with_brute_force_on_perturbed_answers():
+    generator = torch.Generator().manual_seed(0)
+    verdicts = []
+    for _ in range(40):  # perturb up to two of the six entries that shape the scores
+        delta = torch.zeros(6)
+        where = torch.randperm(6, generator=generator)[:int(torch.randint(3, (1,)))]
+        delta[where] = torch.randint(-3, 4, (len(where),), generator=generator) / 64
+        delta = delta.view(2, 3).tolist()
+        queries = [[0, -2 + delta[0][0], 2 + delta[0][1], delta[0][2], 0],
+                   [0, -1 + delta[1][0], delta[1][1], delta[1][2], 0]]
+        feedback = check_previous_position_layer(queries, W_K, W_V)
+        verdicts.append(feedback.passed)
+        if feedback:
+            assert first_wrong_position(queries, W_K, 400) is None
+        else:
+            n = int(feedback.message.split("n = ")[1].split(",")[0])
+            assert first_wrong_position(queries, W_K, n) is not None, feedback.message
+    assert any(verdicts) and not all(verdicts)
 
 
 def test_layer_attending_to_the_current_position_fails_with_a_message():
@@ -20,9 +76,21 @@ def test_layer_attending_to_the_current_position_fails_with_a_message():
     assert not feedback and "should read x_0" in feedback.message
 
 
+def test_scores_that_depend_on_the_input_fail():
+    uses_x = [[1, -2, 2, 0, 0], [0, -1, 0, 0, 0]]  # q_i gains x_i j
+    feedback = check_previous_position_layer(uses_x, W_K, W_V)
+    assert not feedback and "depend on the input x" in feedback.message
+    key_uses_x = [[1, 0, 1, 0, 0], [0, 0, 0, 1, 0]]  # k_j gains x_j
+    assert "depend on the input x" in check_previous_position_layer(
+        W_Q, key_uses_x, W_V).message
+
+
 def test_value_that_disturbs_other_rows_fails():
     W_V_bad = [row[:] for row in W_V]
     W_V_bad[0][0] = 1
+    assert "W_V must write x_j" in check_previous_position_layer(W_Q, W_K, W_V_bad).message
+    W_V_bad = [row[:] for row in W_V]
+    W_V_bad[4][2] = 1e-6  # adds j / 10^6: invisible at short lengths
     assert not check_previous_position_layer(W_Q, W_K, W_V_bad)
 
 
@@ -30,6 +98,50 @@ def test_malformed_weights_fail_cleanly():
     assert "W_V must be a [5, 5]" in check_previous_position_layer(W_Q, W_K, [[1]]).message
     assert "[d_hid, 5]" in check_previous_position_layer([[1, 2]], W_K, W_V).message
     assert "numeric" in check_previous_position_layer("abc", W_K, W_V).message
+    assert "rows" in check_previous_position_layer(W_Q[:1], W_K, W_V).message
+    nan = [[float("nan")] * 5]
+    assert "finite" in check_previous_position_layer(nan, nan, W_V).message
+
+
+def test_tied_queries():
+    assert check_tied_queries([[0, -1, 2, 0, 0], [0, -1, 0, 0, 0]])  # q_i = [2i - 1, -1]
+    assert "not tied" in check_tied_queries(W_Q).message
+    # a(i) = -2i^2 + 13i - 6, b(i) = i - 6: tied at every i, maximal only while i <= 5, so
+    # the book's old check at n = 6 passed it
+    late = [[0, -6, 13, -2, 0], [0, -6, 1, 0, 0]]
+    feedback = check_tied_queries(late)
+    assert not feedback and "for n = 7, the tied scores" in feedback.message
+    assert first_tie_broken(late, 6) is None and first_tie_broken(late, 7) == 6
+    assert "depend on the input x" in check_tied_queries([[1, -1, 2, 0, 0],
+                                                          [0, -1, 0, 0, 0]]).message
+    assert "W_Q_tie must be a [2, 5]" in check_tied_queries([[0, 1, 2]]).message
+
+
+def first_tie_broken(W_Q_tie, n: int):
+    """Brute force: the first position i >= 1 whose maximal scores are not exactly
+    {i - 1, i} at length n, or None."""
+    X = previous_position_inputs(torch.zeros(n))
+    scores = (torch.tensor(W_Q_tie).double() @ X).T @ (torch.tensor(W_K).double() @ X)
+    for i in range(1, n):
+        top = (scores[i] == scores[i].max()).nonzero().flatten().tolist()
+        if top != [i - 1, i]:
+            return i
+    return None
+
+
+def test_first_nonpositive_matches_brute_force():
+    x = sympy.Symbol("i")
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        degree = int(torch.randint(0, 4, (1,), generator=generator))
+        coefficients = torch.randint(-20, 21, (degree + 1,), generator=generator).tolist()
+        coefficients[0] = coefficients[0] or 1
+        p = sympy.Poly(coefficients, x, domain="QQ")
+        start = int(torch.randint(0, 4, (1,), generator=generator))
+        # every real root is below 21 (Cauchy's bound), so the sign is settled by 100
+        brute = next((i for i in range(start, 100) if p.eval(i) <= 0), None)
+        assert _first_nonpositive(p, start) == brute, (coefficients, start)
+    assert _first_nonpositive(sympy.Poly(0, x, domain="QQ"), 3) == 3
 
 
 def test_inputs_are_the_exercise_columns():
@@ -39,15 +151,12 @@ def test_inputs_are_the_exercise_columns():
 
 
 def test_circuit_family_checker():
-    from companion import circuits
-    from companion.exercises import check_circuit_family
-    from companion.languages import majority, parity
-
     assert check_circuit_family(circuits.parity_tree, parity, circuit_class="NC")
     assert check_circuit_family(circuits.majority_gate, majority)
     wrong_language = check_circuit_family(circuits.parity_tree, majority)
     assert not wrong_language and "wrong answer" in wrong_language.message
-    not_nc = check_circuit_family(circuits.parity_dnf, parity, circuit_class="NC")
+    not_nc = check_circuit_family(circuits.parity_dnf, parity, circuit_class="NC",
+                                  sampled_lengths=())
     assert not not_nc and "gate rules of NC" in not_nc.message
     too_deep = check_circuit_family(circuits.parity_tree, parity, max_depth=4)
     assert not too_deep and "more than 4" in too_deep.message
@@ -56,3 +165,25 @@ def test_circuit_family_checker():
         raise RuntimeError("not yet")
 
     assert "raised RuntimeError" in check_circuit_family(broken, parity).message
+
+
+def test_circuit_family_right_only_on_short_lengths_fails():
+    def two_ones(n):  # right for n <= 10, then accepts every string
+        circuit = circuits.Circuit(n)
+        if n > 10:
+            return circuit.set_output(circuit.gate("AND"))
+        pairs = [circuit.gate("AND", i, j) for i in range(n) for j in range(i + 1, n)]
+        return circuit.set_output(circuit.gate("OR", *pairs))
+
+    at_least_two = lambda w: w.sum(dim=1) >= 2  # noqa: E731
+    assert check_circuit_family(two_ones, at_least_two, sampled_lengths=())
+    feedback = check_circuit_family(two_ones, at_least_two)
+    assert not feedback and "family(16) gives the wrong answer" in feedback.message
+
+    def majority_until_ten(n):  # MAJORITY, but with a wrong threshold from n = 11 on
+        circuit = circuits.Circuit(n)
+        if n <= 10:
+            return circuit.set_output(circuit.gate("MAJORITY", *range(n)))
+        return circuit.set_output(circuit.gate("MAJORITY", *range(n - 1)))
+
+    assert not check_circuit_family(majority_until_ten, majority)
