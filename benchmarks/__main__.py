@@ -46,7 +46,8 @@ def bench_self_attention(batch=32, d=64):
 
 
 def bench_parity(batch=1000, m=999):
-    """The issue's yardstick: PARITY on 1000 random strings of n = 1000 positions, float64."""
+    """The book's performance yardstick: PARITY on 1000 random strings of n = 1000 positions,
+    float64 (the README records what it measured)."""
     model = parity_transformer().to(device())
     w = random_strings(batch, m, generator=set_seed(0)).to(device())
     with torch.no_grad():

@@ -15,22 +15,7 @@ import torch
 from companion.constructions import parity_transformer
 from companion.languages import random_strings
 from companion.runtime import device
-from companion.transformer import Encoder, EncoderLayer
-
-
-def generic_encoder(d=16, heads=2):
-    """A two-layer encoder with random weights: every query differs, so attention is O(n^2)."""
-    generator = torch.Generator().manual_seed(0)
-    layers = [EncoderLayer(d, 4, heads, 32) for _ in range(2)]
-    with torch.no_grad():
-        for p in (p for layer in layers for p in layer.parameters()):
-            p.copy_(torch.randn(p.shape, generator=generator, dtype=torch.float64) / 4)
-    word = torch.randn(3, d, generator=generator, dtype=torch.float64)
-    def positions(n):  # a random vector per position: all queries distinct
-        return torch.randn(n, d, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
-
-    return Encoder(word, positions, layers,
-                   torch.randn(d, generator=generator, dtype=torch.float64))
+from companion.transformer import random_encoder
 
 
 def resident_mib(field: str) -> float:
@@ -47,7 +32,11 @@ def main(which: str, n: int, batch: int):
             clear.write("5")  # reset the peak resident memory to the current one
         before = resident_mib("VmRSS")
     start = time.perf_counter()
-    model = parity_transformer() if which == "parity" else generic_encoder()
+    if which == "parity":
+        model = parity_transformer()
+    else:  # random weights: every query differs, so attention costs n^2
+        model = random_encoder(d=16, heads=2, layers=2, d_hid=4, d_ff=32, max_n=n, std=0.25,
+                               generator=torch.Generator().manual_seed(0))
     model.to(device())
     w = random_strings(batch, n - 1, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():

@@ -8,7 +8,14 @@ Conventions used throughout (each module's docstrings repeat the ones that matte
 * Self-attention in :mod:`companion.attention` uses the row convention of the textbook chapter
   (``Q = X @ W_Q``, one token per row); :mod:`companion.transformer` and
   :mod:`companion.constructions` use the papers' column convention (``q = W^Q a``).
+
+Every module is part of the public API. :mod:`companion.plotting` and :mod:`companion.tables` are
+loaded on first use, so that ``import companion`` does not pay for matplotlib and pandas; the
+course tools :mod:`companion.assignments` and :mod:`companion.grade` are command-line programs
+(``python -m companion.assignments``), not imported here, because they need nbconvert.
 """
+
+import importlib
 
 from companion import (
     attention,
@@ -16,16 +23,28 @@ from companion import (
     constructions,
     evaluation,
     exercises,
+    fast_attention,
     feedforward,
     languages,
     layernorm,
-    plotting,
+    layout,
     precision,
+    recall,
     runtime,
+    torch_export,
     transformer,
     verify,
 )
 from companion.runtime import device, scale, set_seed
+
+_ON_FIRST_USE = ("plotting", "tables")
+
+
+def __getattr__(name: str):
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"companion.{name}")
+    raise AttributeError(f"module 'companion' has no attribute {name!r}")
+
 
 __all__ = [
     "attention",
@@ -34,14 +53,19 @@ __all__ = [
     "device",
     "evaluation",
     "exercises",
+    "fast_attention",
     "feedforward",
     "languages",
     "layernorm",
+    "layout",
     "plotting",
     "precision",
+    "recall",
     "runtime",
     "scale",
     "set_seed",
+    "tables",
+    "torch_export",
     "transformer",
     "verify",
 ]

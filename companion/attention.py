@@ -17,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from companion._checks import check_choice, check_float_tensor, check_int
 
-KINDS = ("softmax", "leftmost_hard", "average_hard")
+ATTENTION_KINDS = ("softmax", "leftmost_hard", "average_hard")
 
 
 def future_mask(n: int, strict: bool = False, device=None) -> torch.Tensor:
@@ -59,7 +59,7 @@ def attention_weights(scores: torch.Tensor, kind: str = "softmax", mask=None) ->
     row with no allowed key).
     """
     check_float_tensor(scores, "scores", ranks=tuple(range(2, 9)))
-    check_choice(kind, "kind", KINDS)
+    check_choice(kind, "kind", ATTENTION_KINDS)
     if torch.isnan(scores).any():
         raise ValueError("scores contains NaN")
     allowed = _allowed(mask, scores)

@@ -19,7 +19,7 @@ import torch
 from companion._checks import check_choice, check_int
 from companion.languages import as_strings, parse_formula
 
-KINDS = ("NOT", "AND", "OR", "MAJORITY")
+GATES = ("NOT", "AND", "OR", "MAJORITY")  # the kinds of gate a circuit may use
 CLASSES = ("NC", "AC", "TC")
 
 
@@ -37,7 +37,7 @@ class Circuit:
 
     def gate(self, kind: str, *inputs: int) -> int:
         """Add a gate reading the given earlier nodes; return its node number."""
-        check_choice(kind, "kind", KINDS)
+        check_choice(kind, "kind", GATES)
         if kind == "NOT" and len(inputs) != 1:
             raise ValueError(f"a NOT gate has fan-in exactly 1, got {len(inputs)} inputs")
         for node in inputs:

@@ -11,7 +11,6 @@ of [chiang2024esslli] §5 are decided exactly, in rational arithmetic, for every
 from dataclasses import dataclass
 from fractions import Fraction
 
-import sympy
 import torch
 
 
@@ -36,7 +35,6 @@ def previous_position_inputs(x: torch.Tensor) -> torch.Tensor:
     return torch.stack([x.double(), torch.ones_like(i), i, i**2, torch.zeros_like(i)])
 
 
-_i = sympy.Symbol("i")
 EXERCISE_KEYS = [[0, 0, 1, 0, 0], [0, 0, 0, 1, 0]]
 """The keys ``k_j = [j, j^2]`` of the solution of Exercise 5.1, as a ``W_K: [2, 5]``."""
 
@@ -75,16 +73,21 @@ def _position_scores(W_Q, W_K):
                           for r, c in depends_on_x)
         return (f"the scores depend on the input x, not only on the positions: W_Q^T W_K "
                 f"pairs {pairs}, so some inputs move the maximum")
-    A = sympy.Poly([M[3][2], M[2][2], M[1][2]], _i, domain="QQ")
-    B = sympy.Poly([M[3][3], M[2][3], M[1][3]], _i, domain="QQ")
+    import sympy  # exact polynomials; imported here, where they are needed
+
+    i = sympy.Symbol("i")
+    A = sympy.Poly([M[3][2], M[2][2], M[1][2]], i, domain="QQ")
+    B = sympy.Poly([M[3][3], M[2][3], M[1][3]], i, domain="QQ")
     return A, B
 
 
-def _first_nonpositive(p: sympy.Poly, start: int):
+def _first_nonpositive(p, start: int):
     """The least integer ``i >= start`` with ``p(i) <= 0``, or None if ``p`` is positive at
     every integer from ``start`` on. Exact: if ``p(m) <= 0``, then ``p`` is ``<= 0`` at
     ``start`` or at the ceiling of the largest real root in ``[start, m]``, so those are the
-    only candidates."""
+    only candidates. ``p`` is a ``sympy.Poly`` over the rationals."""
+    import sympy
+
     if p.is_zero:
         return start
     candidates = {start} | {int(sympy.ceiling(r)) for r in p.real_roots() if r >= start}
@@ -103,7 +106,7 @@ def _rival(A, B, i: int, target: int) -> int:
         if j >= 0 and _score(A, B, i, j) >= _score(A, B, i, target):
             return j
     a, b = A.eval(i), B.eval(i)  # target = 0 and the score j (a + b j) grows for large j
-    return max(1, int(sympy.ceiling(-a / b)))
+    return max(1, int(-(a // -b)))  # ceil(-a / b), exact for rationals
 
 
 def _value_error(W_V) -> str | None:
@@ -152,8 +155,9 @@ def check_previous_position_layer(W_Q, W_K, W_V) -> Feedback:
     first = next((i for i in (0, 1) if not (B.eval(i) <= 0 and A.eval(i) + B.eval(i) < 0)),
                  None)
     if first is None:
-        later = [_first_nonpositive(-A - B * (2 * _i - 1), 2),   # beats t + 1
-                 _first_nonpositive(A + B * (2 * _i - 3), 2)]    # beats t - 1
+        i = A.gen
+        later = [_first_nonpositive(-A - B * (2 * i - 1), 2),   # beats t + 1
+                 _first_nonpositive(A + B * (2 * i - 3), 2)]    # beats t - 1
         later = [i for i in later if i is not None]
         first = min(later) if later else None
     if first is None:
@@ -180,7 +184,7 @@ def check_tied_queries(W_Q_tie) -> Feedback:
     if isinstance(scores, str):
         return Feedback(False, scores)
     A, B = scores
-    gap = A + B * (2 * _i - 1)  # score(i) - score(i - 1)
+    gap = A + B * (2 * A.gen - 1)  # score(i) - score(i - 1)
     if not gap.is_zero:
         i = next(i for i in range(1, 5) if gap.eval(i) != 0)  # a cubic has <= 3 roots
         return Feedback(False, f"at position {i} the scores of positions {i - 1} and {i} "

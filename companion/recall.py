@@ -36,12 +36,34 @@ from companion._checks import check_choice, check_int, check_nonnegative
 from companion.runtime import device as default_device
 from companion.runtime import generator as runtime_generator
 
-KINDS = ("linear", "relu", "softmax")
-MODEL_NAMES = (
-    "Origin-Linear", "Origin-ReLU", "Origin-Softmax",
-    "Reparam-Linear-W", "Reparam-ReLU-W", "Reparam-Softmax-W",
-    "Reparam-Linear", "Reparam-ReLU", "Reparam-Softmax",
-)
+ACTIVATIONS = ("linear", "relu", "softmax")  # sigma in model (1)
+TRAININGS = ("Origin", "Reparam-W", "Reparam")  # what is trained: see the module docstring
+_LABELS = {"linear": "Linear", "relu": "ReLU", "softmax": "Softmax"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One model of Table 1: which parameters are trained (one of :data:`TRAININGS`) and the
+    attention activation ``sigma`` (one of :data:`ACTIVATIONS`)."""
+
+    training: str
+    activation: str
+
+    def __post_init__(self):
+        check_choice(self.training, "training", TRAININGS)
+        check_choice(self.activation, "activation", ACTIVATIONS)
+
+    @property
+    def name(self) -> str:
+        """The paper's label, such as ``"Origin-Linear"`` or ``"Reparam-Softmax-W"``."""
+        family, _, suffix = self.training.partition("-")
+        return "-".join([family, _LABELS[self.activation], *([suffix] if suffix else [])])
+
+
+VARIANTS = tuple(Variant(training, activation)
+                 for training in TRAININGS for activation in ACTIVATIONS)
+MODEL_NAMES = tuple(variant.name for variant in VARIANTS)  # the rows of Table 1, in order
+_VARIANT_NAMED = dict(zip(MODEL_NAMES, VARIANTS, strict=True))
 
 
 def bayes_loss(alpha: float) -> float:
@@ -184,10 +206,6 @@ class RecallTask:
                 raise ValueError(f"sentence {bad} violates condition {name!r}")
 
 
-def _kind_of(name: str) -> str:
-    return name.split("-")[1].lower()
-
-
 class RecallModels(torch.nn.Module):
     """Several one-layer models (1), ``names`` x ``seeds``, evaluated in one computation.
 
@@ -200,70 +218,84 @@ class RecallModels(torch.nn.Module):
     def __init__(self, task: RecallTask, names=MODEL_NAMES, seeds=(0,), init_std: float = 0.02,
                  fixed_gamma: float | None = None, device=None):
         super().__init__()
-        if isinstance(names, str):
+        if isinstance(names, str | Variant):
             names = (names,)
+        variants = []
         for name in names:
-            check_choice(name, "names", MODEL_NAMES)
+            if not isinstance(name, Variant):
+                check_choice(name, "names", MODEL_NAMES)
+                name = _VARIANT_NAMED[name]
+            variants.append(name)
         self.task, self.device = task, torch.device(device or default_device())
-        self.names = [name for _ in seeds for name in names]
-        self.seeds = [seed for seed in seeds for _ in names]
-        kinds = [KINDS.index(_kind_of(name)) for name in self.names]
+        self.fixed_gamma, self.init_std = fixed_gamma, init_std
+        self.variants = [variant for _ in seeds for variant in variants]
+        self.names = [variant.name for variant in self.variants]
+        self.seeds = [seed for seed in seeds for _ in variants]
+        kinds = [ACTIVATIONS.index(variant.activation) for variant in self.variants]
         self.kinds = torch.tensor(kinds, device=self.device)
-        self.fixed_gamma = fixed_gamma
-        d, dev, f64 = task.dim, self.device, torch.float64
-        self.values, self.parameters_of = torch.nn.ParameterList(), []
-        for name, seed in zip(self.names, self.seeds, strict=True):
+        self.parameters_of = [self._initial_parameters(variant, seed)
+                              for variant, seed in zip(self.variants, self.seeds, strict=True)]
+        self.values = torch.nn.ParameterList(
+            [p for parameters in self.parameters_of for p in parameters.values()])
+        eye = torch.eye(task.dim, dtype=torch.float64, device=self.device)
+        self.E, self.Etilde = eye[: task.vocab_size + 1], eye[task.vocab_size + 1:]
+
+    def _initial_parameters(self, variant: Variant, seed: int) -> dict:
+        """The trainable tensors of one model, as the class docstring says they start."""
+        task, d = self.task, self.task.dim
+
+        def zeros(*shape):
+            return torch.nn.Parameter(torch.zeros(*shape, dtype=torch.float64,
+                                                  device=self.device))
+
+        if variant.training == "Origin":
             generator = runtime_generator(seed)
-            def new(*shape, std=0.0, generator=generator):  # noqa: E306
-                value = torch.randn(*shape, generator=generator, dtype=f64) * std
-                parameter = torch.nn.Parameter(value.to(dev))
-                self.values.append(parameter)
-                return parameter
-            if name.startswith("Origin"):
-                params = {key: new(d, d, std=init_std) for key in ("V", "W", "F")}
-            else:
-                params = {"W": new(d, d)} if name.endswith("-W") else {
-                    "lambda": new(task.n_triggers if task.alpha == 0 else 1)}
-                if _kind_of(name) == "softmax":
-                    params["s"] = new(1)
-                    with torch.no_grad():
-                        params["s"].fill_((task.n_triggers * math.log(task.length) + 2) / 2)
-                if task.alpha > 0 and fixed_gamma is None:
-                    params["gamma"] = new(1)
-            self.parameters_of.append(params)
+            return {key: torch.nn.Parameter(
+                        (torch.randn(d, d, generator=generator, dtype=torch.float64)
+                         * self.init_std).to(self.device))
+                    for key in ("V", "W", "F")}
+        if variant.training == "Reparam-W":
+            parameters = {"W": zeros(d, d)}
+        else:
+            parameters = {"lambda": zeros(task.n_triggers if task.alpha == 0 else 1)}
+        if variant.activation == "softmax":
+            parameters["s"] = zeros(1)
+            with torch.no_grad():
+                parameters["s"].fill_((task.n_triggers * math.log(task.length) + 2) / 2)
+        if task.alpha > 0 and self.fixed_gamma is None:
+            parameters["gamma"] = zeros(1)
+        return parameters
 
     def matrices(self):
         """``(V, W, F)``, each ``[K, d, d]``, built from every model's parameters."""
-        task, d = self.task, self.task.dim
-        N, Q, tau = task.vocab_size, task.n_triggers, task.noise
+        triples = [self._matrices_of(variant, parameters)
+                   for variant, parameters in zip(self.variants, self.parameters_of, strict=True)]
+        return tuple(torch.stack(matrices) for matrices in zip(*triples, strict=True))
+
+    def _matrices_of(self, variant: Variant, p: dict):
+        """One model's ``(V, W, F)``: its parameters, or the reparameterizations of Lemmas 3.1
+        and 4.1 (noiseless) and 5.1 and 5.2 (noisy) built from its scalars."""
+        if variant.training == "Origin":
+            return p["V"], p["W"], p["F"]
+        task, E, Et = self.task, self.E, self.Etilde
+        Q, tau, d = task.n_triggers, task.noise, task.dim
+        softmax = variant.activation == "softmax"
         eye = torch.eye(d, dtype=torch.float64, device=self.device)
-        E = eye[: N + 1]  # E(z) = e_z for the N words and tau
-        Et = eye[N + 1:]  # Etilde(z) = e_{N+1+z}
-        others = Et[:N].sum(dim=0)  # sum of Etilde(x) over all N words
-        Vs, Ws, Fs = [], [], []
-        for name, p in zip(self.names, self.parameters_of, strict=True):
-            if name.startswith("Origin"):
-                Vs.append(p["V"]), Ws.append(p["W"]), Fs.append(p["F"])
-                continue
-            softmax = _kind_of(name) == "softmax"
-            Vs.append(p["s"] * eye if softmax else eye)
-            if "W" in p:
-                Ws.append(p["W"])
-            else:  # Lemma 3.1 / 4.1 (noiseless), 5.1 / 5.2 (noisy)
-                W = torch.zeros(d, d, dtype=torch.float64, device=self.device)
-                for k in range(Q):
-                    key = Et[k] - (others - Et[k] if softmax else 0)
-                    if task.alpha > 0:
-                        key = key - (2 if softmax else 1) * E[tau]
-                    lam = p["lambda"][k if task.alpha == 0 else 0]
-                    W = W + lam * torch.outer(E[k], key)
-                Ws.append(W)
-            if task.alpha > 0:  # F = E(tau) (sum_q gamma E(q) + Etilde(q))^T
-                gamma = p["gamma"] if "gamma" in p else self.fixed_gamma
-                Fs.append(torch.outer(E[tau], gamma * E[:Q].sum(0) + Et[:Q].sum(0)))
-            else:
-                Fs.append(torch.zeros(d, d, dtype=torch.float64, device=self.device))
-        return torch.stack(Vs), torch.stack(Ws), torch.stack(Fs)
+        V = p["s"] * eye if softmax else eye
+        if "W" in p:
+            W = p["W"]
+        else:  # W = sum_q lambda_q E(q) key(q)^T: row q of W is lambda_q key(q)
+            keys = Et[:Q] - (Et[:task.vocab_size].sum(0) - Et[:Q] if softmax else 0)
+            if task.alpha > 0:
+                keys = keys - (2 if softmax else 1) * E[tau]
+            rows = p["lambda"].expand(Q)[:, None] * keys
+            W = torch.cat([rows, rows.new_zeros(d - Q, d)])
+        if task.alpha > 0:  # F = E(tau) (sum_q gamma E(q) + Etilde(q))^T
+            gamma = p["gamma"] if "gamma" in p else self.fixed_gamma
+            F = torch.outer(E[tau], gamma * E[:Q].sum(0) + Et[:Q].sum(0))
+        else:
+            F = torch.zeros(d, d, dtype=torch.float64, device=self.device)
+        return V, W, F
 
     def forward(self, tokens: torch.Tensor):
         """Logits ``(xi_A, xi_F)``, each ``[K, B, n_classes]``, for ``tokens`` of shape

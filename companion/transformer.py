@@ -1,6 +1,6 @@
 """A transformer encoder whose every weight can be set by hand, in the papers' column convention.
 
-Conventions (seed 000 §2.2, 004 §5.1):
+Conventions ([chiang2022overcoming] §2.2, [chiang2024esslli] §5.1; keys of book/references.bib):
 
 * A string ``w: LongTensor[B, m]`` of 0s and 1s gets the symbol CLS prepended at position 0, so
   the encoder sees ``n = m + 1`` positions ``i = 0, ..., n - 1``. Symbol ids: 0, 1, and
@@ -8,35 +8,37 @@ Conventions (seed 000 §2.2, 004 §5.1):
 * Vectors are columns and weights act on the left: ``q = W^Q a`` with ``W^Q: [d_hid, d]``,
   ``W^V: [d, d]``; the FFN is ``W^F2 relu(W^F1 c + b^F1) + b^F2``. (A batch stores the vectors
   as rows, so the code multiplies by transposes.)
-* Attention scores are ``(K q) / sqrt(d)`` with ``d`` the model dimension (seed 000's Att),
-  times ``log n`` with log-length scaling (seed 000 eq. 2); the heads' outputs are summed.
+* Attention scores are ``(K q) / sqrt(d)`` with ``d`` the model dimension, times ``log n`` with
+  log-length scaling ([chiang2022overcoming] eq. 2); the heads' outputs are summed.
 * ``norm="post"``: ``c = LN(a + att(a))``, ``a' = LN(c + ffn(c))`` (the papers' choice);
   ``norm="pre"``: ``c = a + att(LN(a))``, ``a' = c + ffn(LN(c))``, and a final LN before the
-  output layer (004 eqs. 5.17-5.20). ``layernorm=False`` makes every LN the identity.
+  output layer ([chiang2024esslli] eqs. 5.17-5.20). ``layernorm=False`` makes every LN the identity.
 * The output is the logit ``s = W^out a^{L,0} + b^out`` at CLS; the model accepts iff ``s > 0``
   (sigmoid probability above 1/2).
 
-Attention is computed in blocks of queries, so memory grows like ``n`` rather than ``n**2``
-and strings of length 10^5 fit.
+The page reads as the equations; :func:`companion.fast_attention.attend` computes
+``softmax(scale K q) V`` with the savings that make long strings fit, and
+:mod:`companion.torch_export` loads the same weights into PyTorch's own encoder layers.
 """
 
 import math
 from dataclasses import dataclass, field
 
-import pandas as pd
 import torch
 from torch import nn
 
 from companion._checks import check_choice, check_int, check_nonnegative
+from companion.fast_attention import attend
 from companion.languages import as_strings
 from companion.layernorm import layer_norm
+from companion.layout import Layout
 
 CLS = 2
-SCORE_BUDGET = 2**24  # attention scores held at once (B * heads * queries * keys)
 
 
 def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
-    """Vaswani et al.'s position embedding (004 eq. 5.2) for positions ``0..n-1``: ``[n, d]``.
+    """Vaswani et al.'s position embedding for positions ``0..n-1``: ``[n, d]``
+    ([chiang2024esslli] eq. 5.2).
 
     ``PE(i)[j] = sin(i / 10000^(j/d))`` for even ``j`` and ``cos(i / 10000^((j-1)/d))`` for odd
     ``j``; it does not depend on ``n``.
@@ -48,56 +50,6 @@ def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
     frequency = 10000.0 ** (-(j - j % 2).double() / d)
     angle = i * frequency
     return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle))
-
-
-def _distinct_rows(rows: torch.Tensor):
-    """``(distinct, which)`` with ``rows == distinct[which]``, or ``(None, None)`` when finding
-    them would cost more than it saves (``torch.unique`` over rows is slow for many rows)."""
-    if bool((rows == rows[:1]).all()):
-        return rows[:1], torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device)
-    if rows.shape[0] > 2**16:
-        return None, None
-    exact = rows if rows.dtype in (torch.float32, torch.float64) else rows.float()
-    distinct, which = torch.unique(exact, dim=0, return_inverse=True)
-    return distinct.to(rows.dtype), which
-
-
-class Layout:
-    """Named basis directions of a vector space (as tracr's ``craft`` names the residual stream).
-
-    A construction declares its dimensions once, e.g. ``Layout("is_0", "is_1", "is_cls")``, and
-    then writes vectors and matrices by name, so the code reads like the paper's matrices.
-    """
-
-    def __init__(self, *names: str):
-        if len(set(names)) != len(names):
-            raise ValueError(f"dimension names must be distinct, got {names}")
-        self.names = list(names)
-        self._index = {name: i for i, name in enumerate(names)}
-
-    @property
-    def d(self) -> int:
-        return len(self.names)
-
-    def __getitem__(self, name: str) -> int:
-        if name not in self._index:
-            raise KeyError(f"no dimension named {name!r}; the layout has {self.names}")
-        return self._index[name]
-
-    def vector(self, entries: dict, dtype=torch.float64) -> torch.Tensor:
-        """A vector ``[d]`` that is zero except at the named entries."""
-        v = torch.zeros(self.d, dtype=dtype)
-        for name, value in entries.items():
-            v[self[name]] = value
-        return v
-
-    def matrix(self, source: "Layout", entries: dict, dtype=torch.float64) -> torch.Tensor:
-        """A matrix ``[self.d, source.d]`` mapping ``source`` vectors to ``self`` vectors
-        (column convention), zero except ``entries[(row_name, column_name)]``."""
-        M = torch.zeros(self.d, source.d, dtype=dtype)
-        for (row, column), value in entries.items():
-            M[self[row], source[column]] = value
-        return M
 
 
 @dataclass
@@ -113,7 +65,7 @@ class Activations:
 
 
 class EncoderLayer(nn.Module):
-    """One encoder layer: multi-head self-attention and a ReLU FFN, each with a residual."""
+    """One encoder layer's weights: ``heads`` attention heads and a ReLU FFN (zeros until set)."""
 
     def __init__(self, d: int, d_hid: int, heads: int, d_ff: int, dtype=torch.float64):
         super().__init__()
@@ -136,55 +88,21 @@ class EncoderLayer(nn.Module):
                 raise ValueError(f"{where}.{name} must have shape {list(shape)} for d = {d}, "
                                  f"got {list(getattr(self, name).shape)}")
 
-    def attention(self, x, queries: slice, scale: float, record: bool):
-        """Sum over heads of ``softmax(scale * K q) V`` for the query positions ``queries``.
+    def attention(self, x, queries: slice, scale: float, record: bool = False):
+        """``sum_h softmax(scale * K_h q_h) V_h`` at the query positions ``queries``.
 
         ``x: [B, n, d]``. Returns ``[B, n_q, d]`` and, when ``record``, the attention weights
-        ``[B, heads, n_q, n]``. A head whose ``W^V`` is zero adds nothing and is skipped unless
-        its weights are recorded.
+        ``[B, heads, n_q, n]`` (else ``None``).
         """
-        total, weights = 0.0, []
-        for h in range(self.W_Q.shape[0]):
-            if record or bool(self.W_V[h].any()):
-                attended, alpha = self._head(h, x, queries, scale, record)
-                total = total + attended
-                weights.append(alpha)
-        if not torch.is_tensor(total):  # every head was skipped
-            total = x.new_zeros(x.shape[0], len(range(x.shape[1])[queries]), x.shape[2])
+        total, weights = 0, []
+        for W_Q, W_K, W_V in zip(self.W_Q, self.W_K, self.W_V, strict=True):
+            q, k, v = x[:, queries] @ W_Q.T, x @ W_K.T, x @ W_V.T
+            output, alpha = attend(q, k, v, scale, return_weights=record)
+            total, weights = total + output, weights + [alpha]
         return total, (torch.stack(weights, dim=1) if record else None)
 
-    def _head(self, h: int, x, queries: slice, scale: float, record: bool):
-        """One head's output ``[B, n_q, d]`` (and weights ``[B, n_q, n]`` when ``record``).
-
-        Scores are computed in blocks of at most ``SCORE_BUDGET`` entries. Positions whose
-        query vectors are equal get equal attention, so when the batch holds fewer distinct
-        query vectors than positions, each distinct one is computed once and shared: the same
-        arithmetic, done once. (Hand-set constructions often have one or two distinct queries,
-        which makes them linear in n.)
-        """
-        q = x[:, queries] @ self.W_Q[h].T  # [B, n_q, d_hid]
-        k, v = x @ self.W_K[h].T, x @ self.W_V[h].T  # [B, n, d_hid], [B, n, d]
-        B, n_q, d_hid = q.shape
-        distinct, which = _distinct_rows(q.reshape(B * n_q, d_hid))
-        shared = distinct is not None and distinct.shape[0] < n_q
-        rows = distinct.expand(B, -1, -1) if shared else q
-        block = max(1, SCORE_BUDGET // (B * x.shape[1]))
-        outputs, weights = [], []
-        for start in range(0, rows.shape[1], block):
-            alpha = torch.softmax(scale * (rows[:, start:start + block] @ k.transpose(1, 2)), -1)
-            outputs.append(alpha @ v)
-            if record:
-                weights.append(alpha)
-        output = torch.cat(outputs, dim=1)
-        alpha = torch.cat(weights, dim=1) if record else None
-        if shared:  # hand each position the result for its query vector
-            index = which.view(B, n_q, 1)
-            output = output.gather(1, index.expand(-1, -1, output.shape[-1]))
-            if record:
-                alpha = alpha.gather(1, index.expand(-1, -1, alpha.shape[-1]))
-        return output, alpha
-
     def ffn(self, c):
+        """``W^F2 relu(W^F1 c + b^F1) + b^F2`` at every position of ``c: [..., d]``."""
         return torch.relu(c @ self.W_F1.T + self.b_F1) @ self.W_F2.T + self.b_F2
 
 
@@ -225,6 +143,8 @@ class Encoder(nn.Module):
         if output_weight.shape != (d,):
             raise ValueError(f"output_weight must have shape [{d}], "
                              f"got {tuple(output_weight.shape)}")
+        if layout is not None and layout.d != d:
+            raise ValueError(f"layout names {layout.d} dimensions but d = {d}")
         self.d, self.norm, self.layernorm, self.eps = d, norm, layernorm, float(eps)
         self.log_length = log_length
         self.word_embedding = nn.Parameter(word_embedding.clone())
@@ -232,11 +152,10 @@ class Encoder(nn.Module):
         self.output_weight = nn.Parameter(output_weight.clone())
         self.output_bias = nn.Parameter(torch.as_tensor(output_bias, dtype=word_embedding.dtype))
         self.requires_grad_(requires_grad)  # hand-set weights are frozen unless asked otherwise
-        if layout is not None and layout.d != d:
-            raise ValueError(f"layout names {layout.d} dimensions but d = {d}")
         self.layout = layout or Layout(*(f"dim {j}" for j in range(d)))
 
     def LN(self, x):
+        """Layer normalization over the last dimension, or the identity without ``layernorm``."""
         return layer_norm(x, self.eps) if self.layernorm else x
 
     def embed(self, w) -> torch.Tensor:
@@ -260,7 +179,7 @@ class Encoder(nn.Module):
         With ``record``, returns ``(logits, Activations)`` with every layer's activations at
         every position; ``record_attention`` also keeps the attention weights (``n**2`` numbers
         per head and string, so only for short strings). Without ``record`` the last layer is
-        computed at CLS only.
+        computed at CLS only, which is all the logit needs.
         """
         record = record or record_attention
         for index, layer in enumerate(self.layers):
@@ -289,113 +208,34 @@ class Encoder(nn.Module):
         logits = final @ self.output_weight + self.output_bias
         return (logits, trace) if record else logits
 
-    def table(self, w: str, stage: str) -> pd.DataFrame:
-        """The activations of one string at ``stage`` (``"a0"``, ``"c1"``, ``"a1"``, ...,
-        in the papers' names) as a table: one row per named dimension, one column per
-        position, headed by its symbol."""
-        strings = as_strings(w)
-        if strings.shape[0] != 1:
-            raise ValueError(f"table shows one string, got a batch of {strings.shape[0]}")
-        kind, layer = stage[:1], stage[1:]
-        if kind not in ("a", "c") or not layer.isdigit() or not (
-                (kind == "a" and int(layer) <= len(self.layers))
-                or (kind == "c" and 1 <= int(layer) <= len(self.layers))):
-            raise ValueError(f"stage must be a0..a{len(self.layers)} or c1..c{len(self.layers)}, "
-                             f"got {stage!r}")
+    def table(self, w: str, stage: str):
+        """The activations of one string at ``stage`` (``"a0"``, ``"c1"``, ``"a1"``, ...) as a
+        pandas table with a row per named dimension: see
+        :func:`companion.tables.activation_table`."""
+        from companion.tables import activation_table  # pandas only when a table is asked for
+
+        return activation_table(self, w, stage)
+
+
+def random_encoder(d: int = 6, heads: int = 1, layers: int = 2, d_hid: int = 3, d_ff: int = 8,
+                   max_n: int = 64, std: float = 1.0, generator: torch.Generator | None = None,
+                   **options) -> Encoder:
+    """An :class:`Encoder` whose weights, embeddings (a learned table of ``max_n`` positions)
+    and output layer are independent normal draws with standard deviation ``std``, from
+    ``generator``; ``options`` go to :class:`Encoder` (``norm``, ``layernorm``, ``eps``, ...).
+    With random weights every query differs, so nothing is shared and attention costs
+    ``n**2``: a model for comparisons with PyTorch and for benchmarks."""
+    check_int(max_n, "max_n", minimum=1)
+    check_nonnegative(std, "std")
+
+    def draw(*shape):
+        return torch.randn(*shape, generator=generator, dtype=torch.float64) * std
+
+    stack = []
+    for _ in range(check_int(layers, "layers", minimum=1)):
+        layer = EncoderLayer(d, d_hid, heads, d_ff)
         with torch.no_grad():
-            _, trace = self(strings, record=True)
-        values = (trace.a if kind == "a" else [None, *trace.c])[int(layer)][0]
-        symbols = ["CLS", *(str(s) for s in strings[0].tolist())]
-        columns = [f"{i}:{symbol}" for i, symbol in enumerate(symbols)]
-        return pd.DataFrame(values.T.double().cpu().numpy(), index=self.layout.names,
-                            columns=columns)
-
-
-class TorchEncoder(nn.Module):
-    """An :class:`Encoder`'s weights loaded into PyTorch's own ``nn.TransformerEncoderLayer``
-    stack; embeddings are added outside and the CLS logit is read as in :class:`Encoder`.
-    Build it with :func:`to_torch`."""
-
-    def __init__(self, encoder: "Encoder", layers, width: int):
-        super().__init__()
-        self.encoder, self.layers, self.width = encoder, nn.ModuleList(layers), width
-
-    def forward(self, w) -> torch.Tensor:
-        x = self.encoder.embed(w)
-        x = torch.cat([x, x.new_zeros(*x.shape[:2], self.width - x.shape[2])], dim=-1)
-        for layer in self.layers:
-            x = layer(x)
-        final = x[:, 0, : self.encoder.d]
-        if self.encoder.norm == "pre":
-            final = self.encoder.LN(final)
-        return final @ self.encoder.output_weight + self.encoder.output_bias
-
-
-def _factor(W: torch.Tensor, rank: int):
-    """``W = U @ P`` with ``U: [d, rank]``, ``P: [rank, d]`` (exact when rank(W) <= rank)."""
-    U, S, Vh = torch.linalg.svd(W)
-    if bool((S[rank:] > 1e-12 * max(1.0, float(S[0]))).any()):
-        raise ValueError(f"a value matrix has rank above the head dimension {rank}")
-    return U[:, :rank] * S[:rank], Vh[:rank]
-
-
-def to_torch(encoder: Encoder) -> TorchEncoder:
-    """Load ``encoder``'s weights into ``nn.TransformerEncoderLayer`` s (ReLU, no dropout).
-
-    PyTorch's multi-head attention splits the model dimension among the heads, scales by
-    ``1/sqrt(head dim)`` and concatenates heads before an output projection, where the papers
-    give every head a full ``[d, d]`` value matrix and sum the heads. So each head's ``W^V`` is
-    factored as ``U P`` (exact for the constructions, whose value matrices have low rank), ``W^Q``
-    is rescaled, and without layer normalization the width is padded with zero dimensions to a
-    multiple of the number of heads. Log-length scaling has no counterpart there.
-    """
-    if encoder.log_length:
-        raise ValueError("log-length scaled attention has no counterpart in nn.MultiheadAttention")
-    heads = max(layer.W_Q.shape[0] for layer in encoder.layers)
-    width = encoder.d if encoder.d % heads == 0 else encoder.d + heads - encoder.d % heads
-    if width != encoder.d and encoder.layernorm:
-        raise ValueError(f"d = {encoder.d} is not a multiple of {heads} heads, and zero "
-                         "padding would change what layer normalization computes")
-    head_dim = width // heads
-    dtype = encoder.word_embedding.dtype
-    torch_layers = []
-    for layer in encoder.layers:
-        H, d_hid, d = layer.W_Q.shape
-        if H != heads or d_hid > head_dim:
-            raise ValueError(f"every layer needs {heads} heads of at most {head_dim} dims")
-        torch_layer = nn.TransformerEncoderLayer(
-            width, heads, dim_feedforward=layer.W_F1.shape[0], dropout=0.0, activation="relu",
-            layer_norm_eps=encoder.eps, batch_first=True, norm_first=encoder.norm == "pre",
-            dtype=dtype,
-        )
-        q_scale = math.sqrt(head_dim) / math.sqrt(encoder.d)
-        in_proj = torch.zeros(3, heads, head_dim, width, dtype=dtype)
-        out_proj = torch.zeros(width, heads, head_dim, dtype=dtype)
-        with torch.no_grad():
-            for h in range(heads):
-                in_proj[0, h, :d_hid, :d] = q_scale * layer.W_Q[h]
-                in_proj[1, h, :d_hid, :d] = layer.W_K[h]
-                U, P = _factor(layer.W_V[h], min(head_dim, d))
-                in_proj[2, h, : P.shape[0], :d] = P
-                out_proj[:d, h, : U.shape[1]] = U
-            attention = torch_layer.self_attn
-            attention.in_proj_weight.copy_(in_proj.reshape(3 * width, width))
-            attention.in_proj_bias.zero_()
-            attention.out_proj.weight.copy_(out_proj.reshape(width, width))
-            attention.out_proj.bias.zero_()
-            ffn_in = torch.zeros(layer.W_F1.shape[0], width, dtype=dtype)
-            ffn_in[:, :d] = layer.W_F1
-            ffn_out = torch.zeros(width, layer.W_F1.shape[0], dtype=dtype)
-            ffn_out[:d] = layer.W_F2
-            bias_out = torch.zeros(width, dtype=dtype)
-            bias_out[:d] = layer.b_F2
-            torch_layer.linear1.weight.copy_(ffn_in)
-            torch_layer.linear1.bias.copy_(layer.b_F1)
-            torch_layer.linear2.weight.copy_(ffn_out)
-            torch_layer.linear2.bias.copy_(bias_out)
-        if not encoder.layernorm:
-            torch_layer.norm1, torch_layer.norm2 = nn.Identity(), nn.Identity()
-        torch_layers.append(torch_layer)
-    # Training mode with dropout 0 computes the same function; it also keeps PyTorch off its
-    # fused inference path, which assumes that both layer norms exist.
-    return TorchEncoder(encoder, torch_layers, width).train()
+            for parameter in layer.parameters():
+                parameter.copy_(draw(*parameter.shape))
+        stack.append(layer)
+    return Encoder(draw(3, d), draw(max_n, d), stack, draw(d), float(draw(1)), **options)

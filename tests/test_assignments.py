@@ -68,12 +68,14 @@ def test_student_edition_has_no_solutions(chapter):
     assert instructor_edition(book).cells == book.cells  # and the book is left as it was
 
 
+@pytest.mark.slow  # runs a whole chapter in a kernel
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_instructor_edition_scores_full_marks(chapter, editions):
     scores = grade(editions / "instructor" / chapter.name)
     assert all(s.score == s.points for s in scores), table(scores)
 
 
+@pytest.mark.slow  # runs a whole chapter in a kernel
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_untouched_student_edition_scores_zero(chapter, editions):
     scores = grade(editions / "student" / chapter.name,
@@ -83,6 +85,7 @@ def test_untouched_student_edition_scores_zero(chapter, editions):
         assert s.score == 0 and "NotImplementedError" in s.message, table(scores)
 
 
+@pytest.mark.slow  # runs a whole chapter in a kernel
 def test_a_wrong_answer_loses_exactly_its_points(editions, tmp_path):
     """A previous-position layer that attends to position i instead of i - 1."""
     reference = editions / "instructor" / "recognizers.ipynb"

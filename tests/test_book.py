@@ -1,6 +1,6 @@
 """The book's structure: committed notebooks carry no outputs, every chapter follows the
-chapter contract of DESIGN.md, every notebook is in the table of contents, and the HTML book
-builds with warnings as errors."""
+chapter contract (see ARCHITECTURE.md), every notebook is in the table of contents, and the
+HTML book builds with warnings as errors."""
 
 import json
 import re
@@ -81,6 +81,7 @@ def test_every_toc_entry_exists():
         assert any((ROOT / f"{entry}{suffix}").exists() for suffix in (".md", ".ipynb")), entry
 
 
+@pytest.mark.slow  # builds the whole book
 def test_book_builds_without_warnings(tmp_path):
     """Build the HTML from the committed (output-free) notebooks, warnings as errors."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -13,15 +15,25 @@ def test_probe_strings_include_the_extremes():
 
 
 def test_accuracy_finds_where_the_flawed_transformer_breaks():
-    """With c = 2, the flawed FIRST transformer is right iff e^c > n - 3 or so (seed 000 §5.2):
-    perfect on short strings, and wrong on the string 0111...1 once n is large."""
-    model = flawed_first_transformer(c=2.0)
-    accuracy = evaluation.accuracy_by_length(model, first, range(1, 40), batch=50,
+    """The flawed FIRST transformer's logit is
+    s = ((e^c - 1)([w_1 = 1] - 1/2) + k - n/2) / (e^c + n - 1) ([chiang2022overcoming] §5.2),
+    so it errs exactly where k - n/2 > (e^c - 1)/2 with w_1 = 0, or k - n/2 <= -(e^c - 1)/2
+    with w_1 = 1 (then s <= 0 rejects): such strings exist iff n - 1 >= e^c, so with c = 2
+    every length m = n - 1 <= 7 is perfect for any sample."""
+    c, batch = 2.0, 50
+    model = flawed_first_transformer(c=c)
+    accuracy = evaluation.accuracy_by_length(model, first, range(1, 40), batch=batch,
                                              generator=torch.Generator().manual_seed(1),
                                              progress=False)
+    replay = torch.Generator().manual_seed(1)  # the same probe strings, length by length
+    for m in range(1, 40):
+        w = evaluation.probe_strings(batch, m, replay)
+        n, k = m + 1, w.sum(dim=1)
+        margin = (math.exp(c) - 1) / 2
+        wrong = torch.where(w[:, 0] == 1, k - n / 2 <= -margin, k - n / 2 > margin)
+        assert abs(accuracy[m] - (1 - wrong.double().mean().item())) < 1e-12, m
     largest = evaluation.largest_perfect_length(accuracy)
-    assert largest is not None and 5 <= largest < 39
-    assert accuracy[largest + 1] < 1.0
+    assert largest is not None and largest >= 7 and accuracy[largest + 1] < 1.0
 
 
 def test_largest_perfect_length_stops_at_the_first_failure():

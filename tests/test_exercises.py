@@ -4,9 +4,15 @@ import torch
 
 from companion import circuits
 from companion.attention import attention_weights
-from companion.exercises import (EXERCISE_KEYS, Feedback, _first_nonpositive,
-                                 check_circuit_family, check_previous_position_layer,
-                                 check_tied_queries, previous_position_inputs)
+from companion.exercises import (
+    EXERCISE_KEYS,
+    Feedback,
+    _first_nonpositive,
+    check_circuit_family,
+    check_previous_position_layer,
+    check_tied_queries,
+    previous_position_inputs,
+)
 from companion.languages import majority, parity
 
 # A solution derived from the exercise's hint: s[i, j] = 2(i - 1) j - j^2, maximal at j = i - 1

@@ -10,8 +10,10 @@ import torch.nn.functional as F
 
 from companion.recall import (
     MODEL_NAMES,
+    VARIANTS,
     RecallModels,
     RecallTask,
+    Variant,
     bayes_loss,
     estimate_gamma,
     train,
@@ -39,6 +41,44 @@ def dense_logits(task, tokens, V, W, Fm, kind):
     return phi[:, :n], ((X[:, -1] + phi) @ Fm.T)[:, :n]
 
 
+def paper_matrices(task, variant, p):
+    """(V, W, F) of one model as the paper writes them, with explicit one-hot embeddings
+    E(z) = e_z and Etilde(z) = e_(N+1+z): the parameters themselves (Origin), or
+    Lemma 3.1 W = sum_q lambda_q E(q) Etilde(q)^T, Lemma 4.1 W = sum_q lambda_q E(q)
+    (Etilde(q) - sum_(x != q) Etilde(x))^T with V = s I, and in the noisy setting Lemmas 5.1
+    and 5.2, which subtract E(tau) (twice with softmax) from each key and add
+    F = E(tau) (sum_q gamma E(q) + Etilde(q))^T."""
+    N, d, Q, tau = task.vocab_size, task.dim, task.n_triggers, task.noise
+    if variant.training == "Origin":
+        return p["V"], p["W"], p["F"]
+
+    def E(z):
+        return F.one_hot(torch.tensor(z), d).double()
+
+    def Et(z):
+        return E(N + 1 + z)
+
+    softmax = variant.activation == "softmax"
+    V = p["s"] * torch.eye(d, dtype=torch.float64) if softmax else torch.eye(d).double()
+    if "W" in p:
+        W = p["W"]
+    else:
+        W = torch.zeros(d, d, dtype=torch.float64)
+        for q in range(Q):
+            key = Et(q)
+            if softmax:
+                key = key - sum(Et(x) for x in range(N) if x != q)
+            if task.alpha > 0:
+                key = key - (2 if softmax else 1) * E(tau)
+            lam = p["lambda"][q] if task.alpha == 0 else p["lambda"][0]
+            W = W + lam * torch.outer(E(q), key)
+    Fm = torch.zeros(d, d, dtype=torch.float64)
+    if task.alpha > 0:
+        gamma = p["gamma"]
+        Fm = torch.outer(E(tau), sum(gamma * E(q) + Et(q) for q in range(Q)))
+    return V, W, Fm
+
+
 @pytest.mark.parametrize("alpha", [0.0, 0.4])
 def test_batched_model_matches_dense_equation(alpha):
     task = RecallTask(**SMALL, alpha=alpha)
@@ -48,13 +88,27 @@ def test_batched_model_matches_dense_equation(alpha):
         for params in models.parameters_of:  # make every parameter nonzero
             for p in params.values():
                 p.add_(0.1 * torch.randn(p.shape, dtype=p.dtype))
-    xi_A, xi_F = models(tokens)
-    V, W, Fm = models.matrices()
-    for k, name in enumerate(models.names):
-        kind = name.split("-")[1].lower()
-        want_A, want_F = dense_logits(task, tokens, V[k], W[k], Fm[k], kind)
-        assert torch.allclose(xi_A[k], want_A, atol=1e-10), name
-        assert torch.allclose(xi_F[k], want_F, atol=1e-10), name
+        xi_A, xi_F = models(tokens)
+        built = models.matrices()
+        for k, variant in enumerate(models.variants):
+            V, W, Fm = paper_matrices(task, variant, models.parameters_of[k])
+            for ours, theirs in zip(built, (V, W, Fm), strict=True):
+                torch.testing.assert_close(ours[k], theirs, rtol=0, atol=1e-14)
+            want_A, want_F = dense_logits(task, tokens, V, W, Fm, variant.activation)
+            assert torch.allclose(xi_A[k], want_A, atol=1e-10), variant.name
+            assert torch.allclose(xi_F[k], want_F, atol=1e-10), variant.name
+
+
+def test_variants_are_table_1():
+    assert len(VARIANTS) == 9 and len(set(MODEL_NAMES)) == 9
+    assert {"Origin-ReLU", "Reparam-Softmax-W", "Reparam-Linear"} <= set(MODEL_NAMES)
+    assert Variant("Reparam-W", "relu").name == "Reparam-ReLU-W"
+    models = RecallModels(RecallTask(**SMALL), [Variant("Reparam", "softmax"), "Origin-Linear"],
+                          device="cpu")
+    assert models.names == ["Reparam-Softmax", "Origin-Linear"]
+    assert set(models.parameters_of[0]) == {"lambda", "s"}
+    with pytest.raises(ValueError, match="activation"):
+        Variant("Origin", "tanh")
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.5])
@@ -178,7 +232,9 @@ def test_bayes_loss_and_lemma_5_1():
     task = RecallTask(**SMALL, alpha=0.3)
     tokens, target = task.sample(4000, torch.Generator().manual_seed(3))
     share = (target == task.noise).double().mean().item()
-    assert estimate_gamma(target, task) == math.log(share / (1 - share))
+    # Algorithm 1 picks gamma so that a softmax over (gamma, 0) gives tau the sample's share
+    two = torch.tensor([estimate_gamma(target, task), 0.0], dtype=torch.float64)
+    assert abs(two.softmax(dim=0)[0].item() - share) < 1e-12
     models = RecallModels(task, ("Reparam-Linear", "Reparam-ReLU"),
                           fixed_gamma=math.log(0.3 / 0.7), device="cpu")
     with torch.no_grad():

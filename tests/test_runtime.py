@@ -4,10 +4,17 @@ import torch
 from companion import runtime
 
 
-def test_device_defaults_to_cuda_when_present(monkeypatch):
+@pytest.mark.parametrize("cuda, expected", [(True, "cuda"), (False, "cpu")])
+def test_device_defaults_to_cuda_when_present(monkeypatch, cuda, expected):
     monkeypatch.delenv("COMPANION_DEVICE", raising=False)
-    expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert runtime.device().type == expected
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert runtime.device() == torch.device(expected)
+    monkeypatch.setenv("COMPANION_DEVICE", "cuda")
+    if cuda:
+        assert runtime.device() == torch.device("cuda")
+    else:
+        with pytest.raises(ValueError, match="none is available"):
+            runtime.device()
 
 
 def test_device_override_and_bad_override(monkeypatch):

@@ -3,10 +3,17 @@ import math
 import pytest
 import torch
 
-import companion.transformer as transformer
+import companion.fast_attention as fast_attention
 from companion.constructions import first_transformer, flawed_first_transformer, parity_transformer
 from companion.languages import random_strings
-from companion.transformer import Encoder, EncoderLayer, Layout, to_torch
+from companion.layout import Layout
+from companion.torch_export import to_torch
+from companion.transformer import (
+    Encoder,
+    EncoderLayer,
+    random_encoder,
+    sinusoidal_position_embedding,
+)
 
 MODELS = {
     "parity": lambda: parity_transformer(c=0.7),
@@ -18,19 +25,10 @@ MODELS = {
 }
 
 
-def random_encoder(norm, layernorm, seed=0, d=6, heads=2, layers=2, log_length=False):
-    g = torch.Generator().manual_seed(seed)
-    stack = []
-    for _ in range(layers):
-        layer = EncoderLayer(d, d_hid=3, heads=heads, d_ff=7)
-        with torch.no_grad():
-            for parameter in layer.parameters():
-                parameter.copy_(torch.randn(parameter.shape, generator=g, dtype=torch.float64))
-        stack.append(layer)
-    table = torch.randn(40, d, generator=g, dtype=torch.float64)
-    return Encoder(torch.randn(3, d, generator=g, dtype=torch.float64), table, stack,
-                   torch.randn(d, generator=g, dtype=torch.float64), 0.3, norm=norm,
-                   layernorm=layernorm, eps=1e-5, log_length=log_length)
+def random_model(norm, layernorm, seed=0, heads=2, layers=2, log_length=False):
+    return random_encoder(d=6, heads=heads, layers=layers, d_hid=3, d_ff=7, max_n=40,
+                          generator=torch.Generator().manual_seed(seed), norm=norm,
+                          layernorm=layernorm, eps=1e-5, log_length=log_length)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -45,14 +43,14 @@ def test_constructions_match_pytorch_encoder_layers(name):
 @pytest.mark.parametrize("layernorm", [False, True])
 def test_random_weights_match_pytorch_encoder_layers(norm, layernorm):
     """Full-rank random weights: PyTorch's heads are then given the whole width."""
-    model = random_encoder(norm, layernorm, heads=1)
+    model = random_model(norm, layernorm, heads=1)
     w = random_strings(20, 12, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         torch.testing.assert_close(model(w), to_torch(model)(w), rtol=1e-10, atol=1e-10)
 
 
 def test_log_length_scaling_matches_scaled_dot_product_attention():
-    model = random_encoder("post", False, heads=1, layers=1, log_length=True)
+    model = random_model("post", False, heads=1, layers=1, log_length=True)
     w = random_strings(5, 9, generator=torch.Generator().manual_seed(3))
     _, trace = model(w, record_attention=True)
     layer, a = model.layers[0], trace.a[0]
@@ -63,17 +61,17 @@ def test_log_length_scaling_matches_scaled_dot_product_attention():
 
 
 def test_blocked_attention_equals_unblocked(monkeypatch):
-    model = random_encoder("post", True, heads=2)
+    model = random_model("post", True, heads=2)
     w = random_strings(3, 30, generator=torch.Generator().manual_seed(4))
     whole, whole_trace = model(w, record_attention=True)
-    monkeypatch.setattr(transformer, "SCORE_BUDGET", 7)  # blocks of a single query
+    monkeypatch.setattr(fast_attention, "SCORE_BUDGET", 7)  # blocks of a single query
     blocked, blocked_trace = model(w, record_attention=True)
     torch.testing.assert_close(whole, blocked, rtol=0, atol=1e-14)
     torch.testing.assert_close(whole_trace.attention[1], blocked_trace.attention[1])
 
 
 def test_cls_only_last_layer_equals_full_record():
-    model = random_encoder("pre", True, heads=2)
+    model = random_model("pre", True, heads=2)
     w = random_strings(6, 11, generator=torch.Generator().manual_seed(5))
     fast = model(w)
     full, trace = model(w, record_attention=True)
@@ -128,8 +126,6 @@ def test_bad_arguments():
 
 
 def test_sinusoidal_embedding_against_the_formula():
-    from companion.transformer import sinusoidal_position_embedding
-
     pe = sinusoidal_position_embedding(9, 6)
     for i in range(9):
         for j in range(6):
@@ -146,8 +142,66 @@ def test_shared_queries_give_the_same_result_as_computing_every_row(monkeypatch)
     model = parity_transformer(layernorm=True, eps=1e-5)
     w = random_strings(40, 33, generator=torch.Generator().manual_seed(6))
     shared, shared_trace = model(w, record_attention=True)
-    monkeypatch.setattr(transformer, "_distinct_rows", lambda rows: (None, None))
+    monkeypatch.setattr(fast_attention, "distinct_rows", lambda rows: (None, None))
     every_row, every_trace = model(w, record_attention=True)
     torch.testing.assert_close(shared, every_row, rtol=0, atol=1e-15)
     for ours, theirs in zip(shared_trace.attention, every_trace.attention, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-15)
+
+
+def sdpa(q, k, v, scale):
+    """PyTorch's own attention, the reference for companion.fast_attention."""
+    output = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
+    weights = torch.softmax(scale * q @ k.transpose(1, 2), dim=-1)
+    return output, weights
+
+
+@pytest.mark.parametrize("budget", [2**24, 5, 1])
+@pytest.mark.parametrize("distinct", [1, 3, 17])
+def test_attend_equals_scaled_dot_product_attention(monkeypatch, budget, distinct):
+    """Every path of attend (shared queries, blocks of any size) against PyTorch's attention."""
+    monkeypatch.setattr(fast_attention, "SCORE_BUDGET", budget)
+    g = torch.Generator().manual_seed(distinct)
+    pool = torch.randn(distinct, 4, generator=g, dtype=torch.float64)
+    q = pool[torch.randint(distinct, (3, 17), generator=g)]  # [3, 17, 4], repeated rows
+    k = torch.randn(3, 20, 4, generator=g, dtype=torch.float64)
+    v = torch.randn(3, 20, 5, generator=g, dtype=torch.float64)
+    output, weights = fast_attention.attend(q, k, v, 0.7, return_weights=True)
+    expected, expected_weights = sdpa(q, k, v, 0.7)
+    torch.testing.assert_close(output, expected, rtol=0, atol=1e-13)
+    torch.testing.assert_close(weights, expected_weights, rtol=0, atol=1e-15)
+    without, none = fast_attention.attend(q, k, v, 0.7)
+    assert none is None
+    torch.testing.assert_close(without, expected, rtol=0, atol=1e-13)
+
+
+def test_attend_skips_zero_values_but_still_reports_weights():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 6, 3, generator=g), torch.randn(2, 8, 3, generator=g)
+    v = torch.zeros(2, 8, 4)
+    output, weights = fast_attention.attend(q, k, v, 1.0)
+    assert weights is None and torch.equal(output, torch.zeros(2, 6, 4))
+    _, weights = fast_attention.attend(q, k, v, 1.0, return_weights=True)
+    torch.testing.assert_close(weights, sdpa(q, k, v, 1.0)[1])
+
+
+def test_distinct_rows():
+    rows = torch.tensor([[1.0, 2], [3, 4], [1, 2], [3, 4], [5, 6]])
+    distinct, which = fast_attention.distinct_rows(rows)
+    assert len(distinct) == 3 and torch.equal(distinct[which], rows)
+    same, which = fast_attention.distinct_rows(torch.ones(4, 2))
+    assert len(same) == 1 and torch.equal(which, torch.zeros(4, dtype=torch.long))
+    half = torch.tensor([[1.0, 2], [1, 2.5]], dtype=torch.bfloat16)
+    distinct, which = fast_attention.distinct_rows(half)
+    assert distinct.dtype == torch.bfloat16 and torch.equal(distinct[which], half)
+
+
+def test_random_encoder_is_seeded_and_complete():
+    one, two = (random_encoder(generator=torch.Generator().manual_seed(3)) for _ in range(2))
+    w = random_strings(4, 10, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(one(w), two(w))
+    assert all(bool(p.any()) for p in one.parameters())  # nothing left at zero
+    assert not any(p.requires_grad for p in one.parameters())
+    with pytest.raises(ValueError, match="layers must be >= 1"):
+        random_encoder(layers=0)

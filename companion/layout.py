@@ -1,0 +1,42 @@
+"""Named basis directions of a vector space, as tracr's ``craft`` names the residual stream.
+
+A hand-set construction declares its dimensions once, e.g. ``Layout("is_0", "is_1", "is_cls")``,
+and then writes vectors and matrices by name, so the code reads like the papers' matrices and an
+activation table can name every row (:meth:`companion.transformer.Encoder.table`).
+"""
+
+import torch
+
+
+class Layout:
+    """An ordered list of distinct dimension names; ``layout["name"]`` is that dimension's index."""
+
+    def __init__(self, *names: str):
+        if len(set(names)) != len(names):
+            raise ValueError(f"dimension names must be distinct, got {names}")
+        self.names = list(names)
+        self._index = {name: i for i, name in enumerate(names)}
+
+    @property
+    def d(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, name: str) -> int:
+        if name not in self._index:
+            raise KeyError(f"no dimension named {name!r}; the layout has {self.names}")
+        return self._index[name]
+
+    def vector(self, entries: dict, dtype=torch.float64) -> torch.Tensor:
+        """A vector ``[d]`` that is zero except at the named entries."""
+        v = torch.zeros(self.d, dtype=dtype)
+        for name, value in entries.items():
+            v[self[name]] = value
+        return v
+
+    def matrix(self, source: "Layout", entries: dict, dtype=torch.float64) -> torch.Tensor:
+        """A matrix ``[self.d, source.d]`` mapping ``source`` vectors to ``self`` vectors
+        (column convention), zero except ``entries[(row_name, column_name)]``."""
+        M = torch.zeros(self.d, source.d, dtype=dtype)
+        for (row, column), value in entries.items():
+            M[self[row], source[column]] = value
+        return M
