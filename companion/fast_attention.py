@@ -2,14 +2,15 @@
 constructions run in time linear in the length.
 
 The model (:mod:`companion.transformer`) states the formula; this module computes the same
-numbers with three savings, each exact:
+numbers with two savings, each exact:
 
-1. a head whose values are all zero outputs zeros, and its scores are never formed;
-2. query rows that are equal get equal attention, so each distinct query is computed once and
+1. query rows that are equal get equal attention, so each distinct query is computed once and
    its result handed to every position that holds it (hand-set constructions often have one or
    two distinct queries);
-3. the scores are formed for blocks of queries of at most ``SCORE_BUDGET`` entries at a time, so
+2. the scores are formed for blocks of queries of at most ``SCORE_BUDGET`` entries at a time, so
    memory grows like ``n`` rather than ``n**2``.
+
+(The model itself skips a head whose value matrix is zero.)
 """
 
 import torch
@@ -38,8 +39,6 @@ def attend(q, k, v, scale: float, return_weights: bool = False):
     (else ``None``).
     """
     B, n_q, d_k = q.shape
-    if not return_weights and not bool(v.any()):
-        return v.new_zeros(B, n_q, v.shape[-1]), None
     distinct, which = distinct_rows(q.reshape(B * n_q, d_k))
     shared = distinct is not None and distinct.shape[0] < n_q
     rows = distinct.expand(B, -1, -1) if shared else q

@@ -94,11 +94,15 @@ class EncoderLayer(nn.Module):
         ``x: [B, n, d]``. Returns ``[B, n_q, d]`` and, when ``record``, the attention weights
         ``[B, heads, n_q, n]`` (else ``None``).
         """
-        total, weights = 0, []
+        x_q = x[:, queries]
+        outputs, weights = [], []
         for W_Q, W_K, W_V in zip(self.W_Q, self.W_K, self.W_V, strict=True):
-            q, k, v = x[:, queries] @ W_Q.T, x @ W_K.T, x @ W_V.T
-            output, alpha = attend(q, k, v, scale, return_weights=record)
-            total, weights = total + output, weights + [alpha]
+            if not record and not W_V.any():
+                continue  # a head whose values are zero adds nothing
+            output, alpha = attend(x_q @ W_Q.T, x @ W_K.T, x @ W_V.T, scale, record)
+            outputs.append(output)
+            weights.append(alpha)
+        total = sum(outputs) if outputs else torch.zeros_like(x_q)
         return total, (torch.stack(weights, dim=1) if record else None)
 
     def ffn(self, c):

@@ -175,14 +175,21 @@ def test_attend_equals_scaled_dot_product_attention(monkeypatch, budget, distinc
     torch.testing.assert_close(without, expected, rtol=0, atol=1e-13)
 
 
-def test_attend_skips_zero_values_but_still_reports_weights():
-    g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 6, 3, generator=g), torch.randn(2, 8, 3, generator=g)
-    v = torch.zeros(2, 8, 4)
-    output, weights = fast_attention.attend(q, k, v, 1.0)
-    assert weights is None and torch.equal(output, torch.zeros(2, 6, 4))
-    _, weights = fast_attention.attend(q, k, v, 1.0, return_weights=True)
-    torch.testing.assert_close(weights, sdpa(q, k, v, 1.0)[1])
+def test_a_head_with_zero_values_adds_nothing_and_still_reports_weights():
+    model = random_model("post", False, heads=2, layers=1)
+    with torch.no_grad():
+        model.layers[0].W_V[1] = 0
+    w = random_strings(3, 9, generator=torch.Generator().manual_seed(7))
+    _, trace = model(w, record_attention=True)
+    layer, a = model.layers[0], trace.a[0]
+    q, k, v = (a @ W[0].T for W in (layer.W_Q, layer.W_K, layer.W_V))
+    expected, _ = sdpa(q, k, v, 1 / math.sqrt(model.d))
+    output, weights = layer.attention(a, slice(0, 10), 1 / math.sqrt(model.d))
+    assert weights is None
+    torch.testing.assert_close(output, expected, rtol=0, atol=1e-13)
+    q1, k1 = (a @ W[1].T for W in (layer.W_Q, layer.W_K))
+    torch.testing.assert_close(trace.attention[0][:, 1],
+                               sdpa(q1, k1, v, 1 / math.sqrt(model.d))[1])
 
 
 def test_distinct_rows():
