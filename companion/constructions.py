@@ -10,6 +10,7 @@ that, after attention divides by ``sqrt(d)``, the attention logits are ``c`` tim
 keep that meaning of ``c`` for the layer-normalized models too, whose ``d`` is doubled.
 """
 
+import copy
 import math
 
 import torch
@@ -90,6 +91,52 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
                        encoder.output_bias.item(), norm="post", layernorm=True, eps=eps,
                        log_length=encoder.log_length,
                        layout=Layout(*names, *(f"-{name}" for name in names)))
+
+
+def sharpen(model: Encoder, eta: float) -> Encoder:
+    """Proposition 2 of [chiang2022overcoming] (§4.2): a transformer that makes every decision
+    of ``model`` and has cross-entropy at most ``eta`` bits on every string.
+
+    ``model`` must be post-norm with layer normalization and ``eps = 0`` (``d >= 2``). The proof
+    appends a layer whose attention does nothing and whose FFN, ``W^F1 = [I; -I]``,
+    ``W^F2 = [-I  I]`` plus rows ``[w, -w]`` and ``[-w, w]`` (``w``, ``b``: the old output
+    layer), cancels the residual stream and writes the old logit ``s`` and ``-s`` into
+    dimensions 0 and 1. Layer normalization with ``eps = 0`` maps ``[s, -s, 0, ...]`` to
+    ``sqrt(d/2) [sign s, -sign s, 0, ...]`` whatever ``|s|``, so the new output layer
+    ``c e_0`` gives every string the logit ``+-c sqrt(d/2)``: ``c`` is chosen so that
+    ``log2(1 + exp(-c sqrt(d/2))) <= eta`` with room to spare for rounding.
+    """
+    if not isinstance(model, Encoder):
+        raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
+    if isinstance(eta, bool) or not isinstance(eta, int | float) or not 0 < eta < math.inf:
+        raise ValueError(f"eta must be a positive number of bits, got {eta!r}")
+    if not model.layernorm or model.eps != 0 or model.norm != "post":
+        raise ValueError("model must be post-norm with layer normalization and eps = 0 (its "
+                         "LN makes every logit the same size); got "
+                         f"layernorm={model.layernorm}, eps={model.eps}, norm={model.norm!r}")
+    d = model.d
+    if d < 2:
+        raise ValueError(f"model needs d >= 2 dimensions for s and -s, got d = {d}")
+    dtype, heads = model.word_embedding.dtype, max(layer.W_Q.shape[0] for layer in model.layers)
+    eye = torch.eye(d, dtype=dtype)
+    with torch.no_grad():
+        w, b = model.output_weight.detach(), model.output_bias.item()
+        extra = EncoderLayer(d, 1, heads, 2 * d, dtype=dtype)  # attention stays zero
+        extra.W_F1.copy_(torch.cat([eye, -eye]))
+        W_F2 = torch.cat([-eye, eye], dim=1)
+        W_F2[0] += torch.cat([w, -w])
+        W_F2[1] += torch.cat([-w, w])
+        extra.W_F2.copy_(W_F2)
+        extra.b_F2[0], extra.b_F2[1] = b, -b
+        # margin m with log2(1 + e^-m) = log2(1 + (2^eta - 1) / 2) < eta; at least 1
+        margin = max(math.log(2) - math.log(math.expm1(min(eta, 64) * math.log(2))), 1.0)
+        output = torch.zeros(d, dtype=dtype)
+        output[0] = margin / math.sqrt(d / 2)
+        position = model.position_function or model.position_table.detach()
+        layers = [copy.deepcopy(layer) for layer in model.layers] + [extra]
+        return Encoder(model.word_embedding.detach(), position, layers, output, 0.0,
+                       norm="post", layernorm=True, eps=0.0, log_length=model.log_length,
+                       layout=model.layout)
 
 
 def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0) -> Encoder:

@@ -182,8 +182,9 @@ class Encoder(nn.Module):
 
         With ``record``, returns ``(logits, Activations)`` with every layer's activations at
         every position; ``record_attention`` also keeps the attention weights (``n**2`` numbers
-        per head and string, so only for short strings). Without ``record`` the last layer is
-        computed at CLS only, which is all the logit needs.
+        per head and string, so only for short strings). Without ``record``, the last layer
+        that mixes positions (nonzero values) and every layer after it are computed at CLS only,
+        which is all the logit needs.
         """
         record = record or record_attention
         for index, layer in enumerate(self.layers):
@@ -192,9 +193,10 @@ class Encoder(nn.Module):
         n = a.shape[1]
         scale = (math.log(n) if self.log_length else 1.0) / math.sqrt(self.d)
         trace = Activations(a=[a]) if record else None
+        mixing = [index for index, layer in enumerate(self.layers) if layer.W_V.any()]
+        cls_from = mixing[-1] if mixing else 0  # from here on, only CLS reaches the logit
         for index, layer in enumerate(self.layers):
-            last = index == len(self.layers) - 1
-            queries = slice(0, 1) if last and not record else slice(0, n)
+            queries = slice(0, 1) if index >= cls_from and not record else slice(0, n)
             if self.norm == "post":
                 attended, alpha = layer.attention(a, queries, scale, record_attention)
                 c = self.LN(a[:, queries] + attended)

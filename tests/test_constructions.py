@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from companion.constructions import (
     first_transformer,
@@ -14,7 +15,7 @@ from companion.constructions import (
     parity_transformer,
     rumelhart_parity,
 )
-from companion.languages import all_strings, first, parity
+from companion.languages import all_strings, first, parity, random_strings
 
 EXACT = {
     "parity": (lambda: parity_transformer(), parity),
@@ -148,3 +149,45 @@ def test_bad_arguments():
         rumelhart_parity(0)
     with pytest.raises(ValueError, match="length m = 4"):
         rumelhart_parity(4)("011")
+
+
+@pytest.mark.parametrize("name", ["PARITY", "FIRST"])
+@pytest.mark.parametrize("eta", [1.5, 0.1, 1e-6])
+def test_sharpen_keeps_every_decision_and_bounds_the_cross_entropy(name, eta):
+    """Proposition 2 of Chiang & Cholak, by brute force over every string up to length 8 and
+    on random strings of length 2000."""
+    from companion.constructions import sharpen
+
+    build, language = {"PARITY": (parity_transformer, parity),
+                       "FIRST": (first_transformer, first)}[name]
+    model = build(layernorm=True)
+    sharp = sharpen(model, eta)
+    generator = torch.Generator().manual_seed(0)
+    for w in [*(all_strings(m) for m in range(1, 9)), random_strings(16, 1999, generator)]:
+        with torch.no_grad():
+            before, after = model(w), sharp(w)
+        assert torch.equal(after > 0, before > 0) and torch.equal(after > 0, language(w))
+        bits = F.softplus(torch.where(language(w), -after, after)) / math.log(2)
+        assert bits.max().item() <= eta
+        # every logit is +-margin: the same size on every string, however long
+        assert (after.abs() - after.abs()[0]).abs().max() < 1e-9 * after.abs()[0]
+
+
+def test_sharpen_matches_pytorch_and_refuses_bad_input():
+    from companion.constructions import sharpen
+    from companion.torch_export import to_torch
+
+    sharp = sharpen(parity_transformer(layernorm=True), 0.01)
+    w = random_strings(20, 30, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(sharp(w), to_torch(sharp)(w), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="eta"):
+        sharpen(parity_transformer(layernorm=True), 0.0)
+    with pytest.raises(ValueError, match="eta"):
+        sharpen(parity_transformer(layernorm=True), float("nan"))
+    with pytest.raises(ValueError, match="eps = 0"):
+        sharpen(parity_transformer(), 0.1)
+    with pytest.raises(ValueError, match="eps = 0"):
+        sharpen(parity_transformer(layernorm=True, eps=1e-5), 0.1)
+    with pytest.raises(TypeError, match="Encoder"):
+        sharpen("parity", 0.1)
