@@ -139,6 +139,20 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
                        layout=model.layout)
 
 
+def with_eps(model: Encoder, eps: float) -> Encoder:
+    """A copy of ``model`` whose layer normalizations use ``eps`` (the weights unchanged): the
+    same construction with the ``eps > 0`` of every implementation, or with the ``eps = 0``
+    of the original definition."""
+    if not isinstance(model, Encoder):
+        raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
+    check_nonnegative(eps, "eps")
+    if not model.layernorm:
+        raise ValueError("model has no layer normalization, so eps would change nothing")
+    changed = copy.deepcopy(model)
+    changed.eps = float(eps)
+    return changed
+
+
 def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0) -> Encoder:
     """The two-layer, two-head transformer of seed 000 §3.2 that recognizes PARITY.
 

@@ -1,9 +1,12 @@
-"""Evaluating recognizers in batches: accuracy by length, logit sizes, power-law slopes.
+"""Evaluating recognizers in batches: accuracy and cross-entropy by length, logit sizes,
+power-law slopes.
 
 Strings are generated on the CPU from an explicit generator (so a seed gives the same strings on
 any device) and evaluated on the model's device in chunks of at most ``POSITIONS`` positions,
 which bounds memory at any length.
 """
+
+import math
 
 import numpy as np
 import torch
@@ -48,18 +51,48 @@ def accuracy_by_length(model, language, lengths, batch: int, generator: torch.Ge
     return accuracy
 
 
-def accuracy_random_lengths(model, language, count: int, max_m: int,
-                            generator: torch.Generator) -> float:
-    """Accuracy on ``count`` random strings whose lengths are uniform in ``1..max_m`` (the test
-    of seed 000 §3.4); strings of equal length are evaluated together."""
+def length_batches(count: int, max_m: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """``count`` random strings whose lengths are uniform in ``1..max_m`` (the test of
+    [chiang2022overcoming] §3.4), as one ``LongTensor[B_m, m]`` per length that occurs."""
     check_int(count, "count", minimum=1)
     check_int(max_m, "max_m", minimum=1)
     lengths = torch.randint(1, max_m + 1, (count,), generator=generator)
-    correct = 0
-    for m, how_many in zip(*torch.unique(lengths, return_counts=True), strict=True):
-        w = random_strings(int(how_many), int(m), generator)
-        correct += int((logits(model, w) > 0).eq(language(w)).sum())
+    return [random_strings(int(how_many), int(m), generator)
+            for m, how_many in zip(*torch.unique(lengths, return_counts=True), strict=True)]
+
+
+def accuracy_random_lengths(model, language, count: int, max_m: int,
+                            generator: torch.Generator) -> float:
+    """Accuracy on the :func:`length_batches` strings; strings of equal length are evaluated
+    together."""
+    batches = length_batches(count, max_m, generator)
+    correct = sum(int((logits(model, w) > 0).eq(language(w)).sum()) for w in batches)
     return correct / count
+
+
+def cross_entropy_bits(s: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
+    """Per-string cross-entropy in bits, ``-log2 sigma(+-s)``, of logits ``s: [B]`` against
+    ``label: BoolTensor[B]``: 1 bit for ``s = 0``, near 0 for a confident right answer."""
+    if s.shape != label.shape:
+        raise ValueError(f"s and label must have the same shape, got {tuple(s.shape)} and "
+                         f"{tuple(label.shape)}")
+    signed = torch.where(label.to(s.device), s, -s)
+    return -torch.nn.functional.logsigmoid(signed) / math.log(2)
+
+
+def cross_entropy_by_length(models: dict, language, lengths, batch: int,
+                            generator: torch.Generator, progress: bool = True) -> dict:
+    """Mean cross-entropy in bits per string of each model in ``models`` (a dict name ->
+    recognizer) on ``batch`` random strings of each length ``m`` in ``lengths``; every model
+    sees the same strings. Returns ``{name: [bits at each m]}``."""
+    check_int(batch, "batch", minimum=1)
+    curves = {name: [] for name in models}
+    for m in tqdm(list(lengths), desc="lengths", disable=not progress, leave=False):
+        w = random_strings(batch, m, generator)
+        label = language(w)
+        for name, model in models.items():
+            curves[name].append(cross_entropy_bits(logits(model, w), label).mean().item())
+    return curves
 
 
 def largest_perfect_length(accuracy: dict[int, float]) -> int | None:

@@ -217,3 +217,38 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
     if title:
         ax.set_title(title)
     return ax
+
+
+def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=False):
+    """Cross-entropy in bits per string against the length ``n`` (positions, with CLS), one
+    curve per label of ``curves`` (label -> bits at each ``n``), as in Figure 2 of
+    [chiang2022overcoming]; a label starting with "no layer norm" is drawn in red, as there."""
+    ax = _axes(ax, size=(5, 3.5))
+    for label, bits in curves.items():
+        color = "C3" if label.startswith("no layer norm") else None
+        ax.plot(ns, bits, ".-", markersize=3, label=label, color=color)
+    if log_x:
+        ax.set_xscale("log")
+    ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
+    ax.set_ylim(-0.03, 1.08)
+    ax.set_xlabel("n (positions, with CLS)")
+    ax.set_ylabel("cross-entropy (bits per string)")
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_weight_sensitivity(values, bits, accuracy, name: str, axes=None):
+    """Cross-entropy (bits per string) and accuracy against the value of one weight, as in
+    Figure 3 of [chiang2022overcoming]; ``name`` labels the weight, a dotted line marks 1.
+    Draws on two axes (new ones unless ``axes`` is given) and returns them."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+    for ax, ys, label in zip(axes, (bits, accuracy),
+                             ("cross-entropy (bits per string)", "accuracy"), strict=True):
+        ax.plot(values, ys, ".-", markersize=3)
+        ax.axvline(1.0, color="gray", linewidth=0.8, linestyle=":")
+        ax.set_xlabel(name)
+        ax.set_ylabel(label)
+    return axes

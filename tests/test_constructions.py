@@ -191,3 +191,38 @@ def test_sharpen_matches_pytorch_and_refuses_bad_input():
         sharpen(parity_transformer(layernorm=True, eps=1e-5), 0.1)
     with pytest.raises(TypeError, match="Encoder"):
         sharpen("parity", 0.1)
+
+
+def test_with_eps_changes_only_eps_and_matches_the_layer_norm_formula():
+    """A sharpened model's extra layer sees [s, -s, 0, ...] (s: the old logit), so with eps its
+    logit is margin * s / sqrt(2 s^2 / d + eps) / sqrt(d / 2): derived by hand, checked here
+    against the network, with the old logit computed by the model with the same eps."""
+    from companion.constructions import sharpen, with_eps
+
+    for build in (parity_transformer, first_transformer):
+        model = build(layernorm=True)
+        sharp = sharpen(model, 0.1)
+        smoothed = with_eps(sharp, 1e-5)
+        assert sharp.eps == 0.0 and smoothed.eps == 1e-5
+        for a, b in zip(sharp.parameters(), smoothed.parameters(), strict=True):
+            assert torch.equal(a, b)
+        margin = sharp.output_weight[0].item() * math.sqrt(sharp.d / 2)
+        w = random_strings(64, 40, torch.Generator().manual_seed(2))
+        with torch.no_grad():
+            s = with_eps(model, 1e-5)(w)
+            expected = (margin * s / torch.sqrt(2 * s**2 / sharp.d + 1e-5)
+                        / math.sqrt(sharp.d / 2))
+            torch.testing.assert_close(smoothed(w), expected, rtol=1e-9, atol=1e-12)
+            size = torch.full((64,), margin, dtype=torch.float64)
+            torch.testing.assert_close(sharp(w).abs(), size, rtol=1e-12, atol=0)
+
+
+def test_with_eps_refuses_bad_input():
+    from companion.constructions import with_eps
+
+    with pytest.raises(ValueError, match="no layer normalization"):
+        with_eps(parity_transformer(), 1e-5)
+    with pytest.raises(ValueError, match="eps"):
+        with_eps(parity_transformer(layernorm=True), -1.0)
+    with pytest.raises(TypeError, match="Encoder"):
+        with_eps("parity", 0.0)

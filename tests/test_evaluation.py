@@ -80,3 +80,35 @@ def test_logits_accept_a_str_and_refuse_other_symbols():
         evaluation.logits(model, "0120")
     with pytest.raises(TypeError, match="w must be a str"):
         evaluation.logits(model, [0, 1])
+
+
+def test_cross_entropy_bits_is_binary_cross_entropy_in_bits():
+    import torch.nn.functional as F
+
+    s = torch.tensor([-30.0, -1.0, 0.0, 0.5, 40.0], dtype=torch.float64)
+    label = torch.tensor([True, False, True, True, False])
+    expected = F.binary_cross_entropy_with_logits(s, label.double(), reduction="none")
+    torch.testing.assert_close(evaluation.cross_entropy_bits(s, label), expected / math.log(2))
+    assert evaluation.cross_entropy_bits(torch.zeros(1), torch.tensor([True])).item() == 1.0
+    with pytest.raises(ValueError, match="same shape"):
+        evaluation.cross_entropy_bits(s, label[:3])
+
+
+def test_cross_entropy_by_length_shows_every_model_the_same_strings():
+    """Two copies of a model get identical curves; FIRST's curve is its closed form: every
+    string's logit is +-e^c/(2(e^c + n - 1)) (eq. 1 of Chiang & Cholak)."""
+    models = {"a": first_transformer(), "b": first_transformer()}
+    lengths = [1, 5, 50]
+    curves = evaluation.cross_entropy_by_length(models, first, lengths, 30,
+                                                torch.Generator().manual_seed(0), progress=False)
+    assert curves["a"] == curves["b"] and len(curves["a"]) == 3
+    for m, bits in zip(lengths, curves["a"], strict=True):
+        margin = math.e / (2 * (math.e + m))
+        assert bits == pytest.approx(math.log2(1 + math.exp(-margin)), rel=1e-12)
+
+
+def test_length_batches_cover_count_strings_of_allowed_lengths():
+    batches = evaluation.length_batches(500, 7, torch.Generator().manual_seed(0))
+    assert sum(len(w) for w in batches) == 500
+    lengths = [w.shape[1] for w in batches]
+    assert lengths == sorted(set(lengths)) and set(lengths) == set(range(1, 8))

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -37,3 +39,30 @@ def test_bad_arguments():
         layer_norm(torch.ones(3, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="constant vector"):
         layer_norm(torch.ones(2, 4, dtype=torch.float64), eps=0.0)
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-5, 0.3])
+def test_local_stretch_is_the_jacobian_norm_of_torch_layer_norm(eps):
+    """Against PyTorch's F.layer_norm differentiated one row at a time, and the closed form:
+    the Jacobian of x -> (x - mean)/sqrt(var + eps) has largest singular value
+    1/sqrt(var + eps) (on the directions orthogonal to the ones vector and to x - mean)."""
+    from companion.layernorm import local_stretch
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 5, generator=g, dtype=torch.float64) * torch.logspace(-3, 1, 6)[:, None]
+    stretch = local_stretch(x, eps)
+    for row, measured in zip(x, stretch, strict=True):
+        J = torch.autograd.functional.jacobian(lambda r: F.layer_norm(r, (5,), eps=eps), row)
+        assert measured == pytest.approx(torch.linalg.matrix_norm(J, ord=2).item(), rel=1e-9)
+        variance = row.var(unbiased=False).item()
+        assert measured == pytest.approx(1 / math.sqrt(variance + eps), rel=1e-9)
+
+
+def test_local_stretch_refuses_a_constant_vector_at_eps_zero():
+    from companion.layernorm import local_stretch
+
+    with pytest.raises(ValueError, match="constant vector"):
+        local_stretch(torch.ones(2, 4, dtype=torch.float64), 0.0)
+    with pytest.raises(ValueError, match="constant vector"):  # the variance underflows to 0
+        layer_norm(torch.tensor([1e-200, 0.0], dtype=torch.float64), eps=0.0)
+    assert torch.isfinite(local_stretch(torch.ones(2, 4, dtype=torch.float64), 1e-5)).all()

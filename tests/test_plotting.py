@@ -65,3 +65,18 @@ def test_count_error_pairs_each_bound_with_its_measurement():
     assert list(bounds[1].get_ydata()) == [1, 10, 100]
     assert "test machine" in ax.get_title()
     plt.close(ax.figure)
+
+
+def test_cross_entropy_and_weight_sensitivity_figures_draw_their_data():
+    ns = [10, 100, 1000]
+    ax = plotting.plot_cross_entropy_by_length(
+        ns, {"no layer norm": [0.9, 0.99, 1.0], "eps = 0": [0.05, 0.05, 0.05]}, log_x=True)
+    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label()
+             .startswith("_")}
+    np.testing.assert_allclose(lines["eps = 0"].get_ydata(), [0.05] * 3)
+    assert lines["no layer norm"].get_color() == "C3" and ax.get_xscale() == "log"
+    axes = plotting.plot_weight_sensitivity([0.99, 1.0, 1.01], [2.0, 0.05, 2.0],
+                                            [0.5, 1.0, 0.5], "w")
+    np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), [2.0, 0.05, 2.0])
+    np.testing.assert_allclose(axes[1].get_lines()[0].get_ydata(), [0.5, 1.0, 0.5])
+    assert axes[1].get_xlabel() == "w"
