@@ -56,6 +56,19 @@ def bench_parity(batch=1000, m=999):
           f"{seconds:.2f} s")
 
 
+def bench_figure2(batch=1000):
+    """Figure 2 at the paper's scale: 2 languages x 3 versions x n = 50, 100, ..., 1000,
+    ``batch`` strings per point, float64 (the authors' code: one string at a time in float32,
+    about 6 minutes for five lengths on one core)."""
+    from benchmarks.memory import figure2_sweep
+
+    ns = list(range(50, 1001, 50))
+    start = time.perf_counter()
+    figure2_sweep(ns, batch)
+    print(f"\nFigure 2 sweep, 2 languages x 3 versions x {len(ns)} lengths to n = 1000, "
+          f"{batch} strings each, float64, on {device()}: {time.perf_counter() - start:.1f} s")
+
+
 def bench_memory():
     """Each case runs in a fresh process (``benchmarks.memory``), so peaks do not mix."""
     where = "GPU memory allocated" if device().type == "cuda" else "growth of resident memory"
@@ -63,7 +76,8 @@ def bench_memory():
     print(f"{'model':>28} {'n':>8} {'strings':>8} {'seconds':>8} {'peak MiB':>9}")
     cases = [("parity", 10_000, 10),
              ("parity", 100_000, 10), ("parity", 100_000, 100),
-             ("random weights (n^2 scores)", 10_000, 1)]
+             ("random weights (n^2 scores)", 10_000, 1),
+             ("figure2", 100_000, 100)]
     for case in cases:
         command = [sys.executable, "-m", "benchmarks.memory", *map(str, case)]
         result = json.loads(subprocess.run(command, capture_output=True, text=True,
@@ -88,6 +102,7 @@ def bench_recall(steps=5):
 
 if __name__ == "__main__":
     bench_parity()
+    bench_figure2()
     bench_memory()
     bench_self_attention()
     bench_recall()

@@ -11,21 +11,16 @@ import torch
 from companion._checks import check_float_tensor, check_nonnegative
 
 
-def _variance(x: torch.Tensor) -> torch.Tensor:
-    """The biased variance over the last dimension, kept as ``[..., 1]``."""
-    return (x - x.mean(dim=-1, keepdim=True)).square().mean(dim=-1, keepdim=True)
-
-
-def _normalize(x: torch.Tensor, eps: float) -> torch.Tensor:
-    return (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(_variance(x) + eps)
-
-
-def _check_not_constant(x: torch.Tensor, eps: float):
-    """At ``eps = 0`` a variance of 0 (a constant vector, or one whose variance underflows)
-    has no normalization: refuse it rather than return NaN."""
-    if eps == 0 and bool((_variance(x) == 0).any()):
+def _normalize(x: torch.Tensor, eps: float, check: bool = False) -> torch.Tensor:
+    """``(x - mean) / sqrt(var + eps)`` over the last dimension; with ``check``, refuse a
+    variance of 0 at ``eps = 0`` (a constant vector, or one whose variance underflows) rather
+    than return NaN."""
+    centered = x - x.mean(dim=-1, keepdim=True)
+    variance = centered.square().mean(dim=-1, keepdim=True)
+    if check and eps == 0 and bool((variance == 0).any()):
         raise ValueError("layer_norm with eps = 0 got a constant vector (variance 0); "
                          "its normalization is undefined")
+    return centered / torch.sqrt(variance + eps)
 
 
 def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> torch.Tensor:
@@ -39,8 +34,7 @@ def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> tor
             if param.shape[0] != d:
                 raise ValueError(f"{name} must have shape [{d}] (x's last dim), "
                                  f"got {tuple(param.shape)}")
-    _check_not_constant(x, eps)
-    y = _normalize(x, eps)
+    y = _normalize(x, eps, check=True)
     if gamma is not None:
         y = y * gamma
     if beta is not None:
@@ -54,6 +48,6 @@ def local_stretch(x: torch.Tensor, eps: float) -> torch.Tensor:
     all ``x`` is the Lipschitz constant, ``1/sqrt(eps)``, infinite at ``eps = 0``."""
     check_float_tensor(x, "x", ranks=(2,))
     check_nonnegative(eps, "eps")
-    _check_not_constant(x, eps)
+    _normalize(x, eps, check=True)
     jacobians = torch.func.vmap(torch.func.jacrev(lambda row: _normalize(row, eps)))(x)
     return torch.linalg.matrix_norm(jacobians, ord=2)
