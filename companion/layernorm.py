@@ -16,11 +16,11 @@ def _normalize(x: torch.Tensor, eps: float, check: bool = False) -> torch.Tensor
     variance of 0 at ``eps = 0`` (a constant vector, or one whose variance underflows) rather
     than return NaN."""
     centered = x - x.mean(dim=-1, keepdim=True)
-    variance = centered.square().mean(dim=-1, keepdim=True)
+    variance = (centered * centered).mean(dim=-1, keepdim=True)
     if check and eps == 0 and bool((variance == 0).any()):
         raise ValueError("layer_norm with eps = 0 got a constant vector (variance 0); "
                          "its normalization is undefined")
-    return centered / torch.sqrt(variance + eps)
+    return centered * torch.rsqrt(variance + eps)
 
 
 def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> torch.Tensor:

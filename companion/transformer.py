@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from companion._checks import check_choice, check_int, check_nonnegative
 from companion.fast_attention import attend
@@ -107,7 +108,8 @@ class EncoderLayer(nn.Module):
 
     def ffn(self, c):
         """``W^F2 relu(W^F1 c + b^F1) + b^F2`` at every position of ``c: [..., d]``."""
-        return torch.relu(c @ self.W_F1.T + self.b_F1) @ self.W_F2.T + self.b_F2
+        hidden = torch.relu(F.linear(c, self.W_F1, self.b_F1))  # F.linear(x, W, b) = x W^T + b
+        return F.linear(hidden, self.W_F2, self.b_F2)
 
 
 class Encoder(nn.Module):
