@@ -252,3 +252,41 @@ def plot_weight_sensitivity(values, bits, accuracy, name: str, axes=None):
         ax.set_xlabel(name)
         ax.set_ylabel(label)
     return axes
+
+
+def plot_norms_by_depth(curves: dict, ylabel: str, predicted: dict | None = None, ax=None,
+                        title=None):
+    """Squared norms against depth on a log scale, as computed by
+    :func:`companion.residual.signal_and_gradient`: ``curves`` maps a label to
+    ``[draws, depth + 1]`` (drawn as the mean over draws, with a band between the 10th and 90th
+    percentiles); ``predicted`` maps a label to a closed form at each depth (dashed)."""
+    ax = _axes(ax, size=(4.5, 3.5))
+    for label, values in curves.items():
+        values = torch.as_tensor(values).detach().cpu().double()
+        depths = np.arange(values.shape[1])
+        low, high = torch.quantile(values, torch.tensor([0.1, 0.9]).double(), dim=0)
+        (line,) = ax.plot(depths, values.mean(dim=0), ".-", markersize=3, label=label)
+        ax.fill_between(depths, low, high, color=line.get_color(), alpha=0.15)
+    for label, values in (predicted or {}).items():
+        ax.plot(np.arange(len(values)), values, "--", color="black", linewidth=0.8, zorder=3,
+                label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("depth L (layers)")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_local_stretch(distances, stretch: dict, ax=None):
+    """Log-log plot of layer normalization's local stretch (:func:`companion.layernorm.
+    local_stretch`) against the distance of the input from a constant vector, one curve per
+    label of ``stretch`` (label -> stretch at each distance)."""
+    ax = _axes(ax, size=(5, 3.5))
+    for label, values in stretch.items():
+        ax.loglog(distances, torch.as_tensor(values).cpu(), ".-", markersize=3, label=label)
+    ax.set_xlabel("standard deviation of the input (distance from a constant vector)")
+    ax.set_ylabel("largest local stretch")
+    ax.legend(frameon=False, fontsize="small")
+    return ax

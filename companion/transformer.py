@@ -55,10 +55,10 @@ def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
 
 @dataclass
 class Activations:
-    """What one forward pass computed: ``a[0]`` the embeddings, and for each layer ``l >= 1``
-    ``c[l]`` (after attention and its residual) and ``a[l]`` (after the FFN), each
-    ``[B, n, d]``, plus, when asked for, the attention weights
-    ``attention[l]: [B, heads, n, n]``."""
+    """What one forward pass computed: ``a[0]`` the embeddings, and for each layer
+    ``l = 1, ..., L`` the lists' entries ``c[l - 1]`` (after attention and its residual) and
+    ``a[l]`` (after the FFN), each ``[B, n, d]``, plus, when asked for, the attention weights
+    ``attention[l - 1]: [B, heads, n, n]``."""
 
     a: list = field(default_factory=list)
     c: list = field(default_factory=list)

@@ -80,3 +80,21 @@ def test_cross_entropy_and_weight_sensitivity_figures_draw_their_data():
     np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), [2.0, 0.05, 2.0])
     np.testing.assert_allclose(axes[1].get_lines()[0].get_ydata(), [0.5, 1.0, 0.5])
     assert axes[1].get_xlabel() == "w"
+
+
+def test_norms_by_depth_draws_means_bands_and_closed_forms():
+    values = torch.tensor([[1.0, 2.0, 4.0], [1.0, 4.0, 8.0]], dtype=torch.float64)
+    ax = plotting.plot_norms_by_depth({"residual": values}, "signal", {"2^L": [1.0, 2.0, 4.0]})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["residual"].get_ydata(), [1.0, 3.0, 6.0])
+    np.testing.assert_allclose(lines["2^L"].get_ydata(), [1.0, 2.0, 4.0])
+    assert lines["2^L"].get_linestyle() == "--"
+    assert ax.get_yscale() == "log" and len(ax.collections) == 1  # the band
+
+
+def test_local_stretch_plot_is_log_log_with_a_curve_per_eps():
+    ax = plotting.plot_local_stretch([1e-3, 1e-2], {"eps = 0": torch.tensor([1e3, 1e2]),
+                                                    "eps = 0.01": torch.tensor([10.0, 7.0])})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["eps = 0.01"].get_ydata(), [10.0, 7.0])
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
