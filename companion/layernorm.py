@@ -1,9 +1,9 @@
 """Layer normalization (Ba et al., 2016), exact at ``eps = 0``.
 
 ``layer_norm(x) = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta`` over the last dimension,
-with the biased variance ``mean((x - mean(x))**2)`` of 004 eq. (5.16), as ``F.layer_norm``
-computes it. With ``eps = 0`` a constant vector (variance 0) has no normalization; it raises
-instead of returning NaN.
+with the biased variance ``mean((x - mean(x))**2)`` of [chiang2024esslli] eq. 5.16 (keys of
+book/references.bib), as ``F.layer_norm`` computes it. With ``eps = 0`` a constant vector
+(variance 0) has no normalization; it raises instead of returning NaN.
 """
 
 import torch
