@@ -1,0 +1,323 @@
+"""Training many small transformer recognizers at once: the learning experiments of
+[chiang2022overcoming] §5.1 and §5.4 (keys of book/references.bib).
+
+The model is the authors' (their §5.1): learned word embeddings for 0, 1 and CLS, plus a learned
+linear map of fixed position features (those of the matching exact solution: ``[i=1]`` for
+FIRST; ``i/n`` and ``cos(i pi)`` for PARITY); two post-norm ``nn.TransformerEncoderLayer`` s
+with ``d_model = 16``, ``d_ff = 64``, ReLU, no dropout, layer norm eps ``1e-5``, one head for
+FIRST and two for PARITY; a linear output on CLS giving the logit. :class:`Recognizer` is that
+model in plain PyTorch, one run at a time; its default initialization is PyTorch's.
+
+:func:`train` trains a whole grid of such models (runs x train lengths x variants) as one
+computation: every parameter is stacked along a leading "model" dimension, the forward pass of
+one model (:func:`logits_and_attention`, a page of plain tensor code) is vectorized over the
+models with ``torch.func.vmap``, and one Adam optimizer updates the stack. Adam works element
+by element, so this is the same as one Adam per model. The variant ``"scaled"`` multiplies
+every attention logit by ``log n`` ([chiang2022overcoming] eq. 2; natural log, ``n`` counting
+CLS).
+
+Positions that the model cannot tell apart are computed once. In FIRST's model every position
+``i >= 2`` with the same symbol has the same input, hence the same query, key and value in
+every layer, so a string reduces to four *token types* (CLS, the first symbol, the 0s after
+it, the 1s after it) with multiplicities, and attention over positions becomes attention over
+types with ``log(count)`` added to each logit. This is exact, and it makes a string of length
+1000 cost as little as one of length 3. PARITY's features differ at every position, so its
+strings keep one type per position.
+"""
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from companion._checks import check_choice, check_int
+from companion.languages import first, parity, random_strings
+from companion.transformer import CLS
+
+LANGUAGES = {"first": first, "parity": parity}
+HEADS = {"first": 1, "parity": 2}
+VARIANTS = ("standard", "scaled")
+SCORE_BUDGET = 2**24  # attention logits held at once when testing (models x strings x T x T)
+
+
+def position_features(language: str, n: int) -> torch.Tensor:
+    """The fixed position features of the exact solution for ``language`` at positions
+    ``0..n-1`` (position 0 is CLS): ``[n, 1]`` holding ``[i=1]`` for FIRST, ``[n, 2]`` holding
+    ``i/n`` and ``cos(i pi)`` for PARITY."""
+    i = torch.arange(n, dtype=torch.float64)
+    if language == "first":
+        return (i == 1).double().unsqueeze(1)
+    return torch.stack([i / n, torch.cos(i * math.pi)], dim=1)
+
+
+def token_types(language: str, w: torch.Tensor):
+    """What the model sees of the strings ``w: LongTensor[B, m]`` (no CLS), as
+    ``(symbols [B, T], features [B, T, k], log_counts [B, T])``: ``T`` token types, each with a
+    symbol, position features and the log of how many positions hold it (``-inf`` when none).
+
+    For FIRST, ``T = 4`` types: CLS, the first symbol, 0s after it, 1s after it. For PARITY,
+    ``T = m + 1``: every position is its own type, CLS first.
+    """
+    check_choice(language, "language", tuple(LANGUAGES))
+    B, m = w.shape
+    if m < 1:
+        raise ValueError("w must hold strings of length >= 1")
+    if language == "parity":
+        symbols = torch.cat([torch.full((B, 1), CLS), w], dim=1)
+        features = position_features("parity", m + 1).expand(B, -1, -1)
+        return symbols, features, torch.zeros(B, m + 1, dtype=torch.float64)
+    ones = w[:, 1:].sum(dim=1)
+    symbols = torch.stack([torch.full((B,), CLS), w[:, 0], torch.zeros_like(ones),
+                           torch.ones_like(ones)], dim=1)
+    features = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64).expand(B, 4)
+    counts = torch.stack([torch.ones_like(ones), torch.ones_like(ones), m - 1 - ones, ones], 1)
+    return symbols, features.unsqueeze(-1), counts.double().log()
+
+
+class Recognizer(nn.Module):
+    """One model of the experiment in plain PyTorch: ``forward(w)`` gives the logits ``[B]`` of
+    the strings ``w: LongTensor[B, m]`` with standard attention, one position per symbol. Its
+    parameters, created by PyTorch's default initialization, are the ones :func:`train`
+    stacks."""
+
+    def __init__(self, language: str, d: int = 16, d_ff: int = 64, eps: float = 1e-5):
+        super().__init__()
+        check_choice(language, "language", tuple(LANGUAGES))
+        self.language = language
+        self.embedding = nn.Embedding(3, d)  # symbols 0, 1, CLS
+        self.position = nn.Linear(position_features(language, 2).shape[1], d)
+        layer = nn.TransformerEncoderLayer(d, HEADS[language], d_ff, dropout=0.0,
+                                           batch_first=True, layer_norm_eps=eps)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.output = nn.Linear(d, 1)
+
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        symbols = torch.cat([torch.full((w.shape[0], 1), CLS), w], dim=1)
+        features = position_features(self.language, symbols.shape[1]).to(self.output.weight)
+        x = self.embedding(symbols) + self.position(features)
+        return self.output(self.encoder(x)[:, 0]).squeeze(-1)
+
+
+def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: int,
+                         eps: float = 1e-5):
+    """One model's forward pass over token types (see :func:`token_types`), written out.
+
+    ``p``: the model's parameters by :class:`Recognizer`'s names. ``symbols: [S, T]``,
+    ``features: [S, T, k]``, ``log_counts: [S, T]``; ``scale`` multiplies every attention logit
+    (1, or ``log n``). Returns the logits ``[S]`` and the attention weight from CLS to
+    position 1 (type 1), averaged over heads and summed over the two layers, ``[S]``.
+    """
+    x = p["embedding.weight"][symbols] + F.linear(features, p["position.weight"],
+                                                  p["position.bias"])
+    to_first = 0.0
+    for layer in range(2):
+        x, alpha = _encoder_layer({name.removeprefix(f"encoder.layers.{layer}."): value
+                                   for name, value in p.items()}, x, log_counts, scale, heads, eps)
+        to_first = to_first + alpha[:, :, 0, 1].mean(dim=1)
+    logits = F.linear(x[:, 0], p["output.weight"], p["output.bias"]).squeeze(-1)
+    return logits, to_first
+
+
+def _encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
+    """``nn.TransformerEncoderLayer`` (post-norm, ReLU, no dropout) over token types, with its
+    parameters ``w`` by their names in that module; also returns the attention weights
+    ``[S, heads, T, T]``."""
+    S, T, d = x.shape
+    qkv = F.linear(x, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+    q, k, v = (t.reshape(S, T, heads, d // heads).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
+    logits = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
+    alpha = torch.softmax(logits + log_counts[:, None, None, :], dim=-1)  # a type counts k times
+    attended = (alpha @ v).transpose(1, 2).reshape(S, T, d)
+    attended = F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
+    x = F.layer_norm(x + attended, (d,), w["norm1.weight"], w["norm1.bias"], eps)
+    hidden = torch.relu(F.linear(x, w["linear1.weight"], w["linear1.bias"]))
+    ffn = F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
+    return F.layer_norm(x + ffn, (d,), w["norm2.weight"], w["norm2.bias"], eps), alpha
+
+
+@dataclass
+class Grid:
+    """The models trained together: every combination of ``train_lengths`` (``m``, without
+    CLS), ``variants`` and ``runs`` run numbers, for one ``language``. Model ``r`` has length
+    ``lengths[r]``, variant ``variant_of[r]`` and run number ``run_of[r]``."""
+
+    language: str
+    train_lengths: tuple
+    runs: int
+    variants: tuple = VARIANTS
+    lengths: list = field(init=False)
+    variant_of: list = field(init=False)
+    run_of: list = field(init=False)
+
+    def __post_init__(self):
+        check_choice(self.language, "language", tuple(LANGUAGES))
+        check_int(self.runs, "runs", minimum=1)
+        if not self.train_lengths:
+            raise ValueError("train_lengths must name at least one length")
+        for m in self.train_lengths:
+            check_int(m, "train length", minimum=1)
+        for variant in self.variants:
+            check_choice(variant, "variant", VARIANTS)
+        self.train_lengths, self.variants = tuple(self.train_lengths), tuple(self.variants)
+        models = [(m, v, r) for m in self.train_lengths for v in self.variants
+                  for r in range(self.runs)]
+        self.lengths = [m for m, _, _ in models]
+        self.variant_of = [v for _, v, _ in models]
+        self.run_of = [r for _, _, r in models]
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def seed(self, model: int, base: int) -> int:
+        """The seed of model ``model``'s initialization and data: it depends on the base seed,
+        the train length and the run number, not on the variant (so the two variants of a run
+        start from the same weights and see the same strings) nor on the grid around it."""
+        key = f"{base}/{self.language}/{self.lengths[model]}/{self.run_of[model]}"
+        return int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
+
+
+@dataclass
+class TrainingLog:
+    """Per-epoch test metrics of every model of ``grid``, each ``[models, epochs]``:
+    ``cross_entropy`` (bits per string), ``accuracy``, ``attention_to_first`` (CLS to position
+    1, summed over layers, averaged over heads and test strings), and ``train_loss`` (bits per
+    string, averaged over the epoch's training strings); ``parameters``, every model's final
+    parameters (name -> ``[models, ...]``, by :class:`Recognizer`'s names)."""
+
+    grid: Grid
+    test_length: int
+    cross_entropy: torch.Tensor
+    accuracy: torch.Tensor
+    attention_to_first: torch.Tensor
+    train_loss: torch.Tensor
+    parameters: dict
+
+    def save(self, path) -> None:
+        """Write the log to ``path`` (``torch.save``), so figures can be redrawn without
+        training again."""
+        grid = {name: getattr(self.grid, name) for name in
+                ("language", "train_lengths", "runs", "variants")}
+        torch.save({"grid": grid, "test_length": self.test_length,
+                    "parameters": self.parameters,
+                    **{name: getattr(self, name) for name in METRICS}}, path)
+
+    @classmethod
+    def load(cls, path) -> "TrainingLog":
+        """The log that :meth:`save` wrote to ``path``."""
+        saved = torch.load(path)
+        return cls(Grid(**saved["grid"]), saved["test_length"], parameters=saved["parameters"],
+                   **{name: saved[name] for name in METRICS})
+
+    def select(self, metric: str, length: int, variant: str) -> torch.Tensor:
+        """``metric`` of the runs with train length ``length`` and ``variant``: ``[runs,
+        epochs]``."""
+        rows = [r for r in range(len(self.grid)) if self.grid.lengths[r] == length
+                and self.grid.variant_of[r] == variant]
+        if not rows:
+            raise ValueError(f"no model has train length {length} and variant {variant!r}")
+        return getattr(self, metric)[rows]
+
+
+METRICS = ("cross_entropy", "accuracy", "attention_to_first", "train_loss")
+
+
+def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32) -> dict:
+    """Every model's :class:`Recognizer` parameters (PyTorch's initialization, seeded by
+    :meth:`Grid.seed`), stacked: name -> ``[models, ...]``, requiring gradients."""
+    per_model = []
+    for model in range(len(grid)):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(grid.seed(model, seed))
+            per_model.append(dict(Recognizer(grid.language).named_parameters()))
+    return {name: torch.stack([p[name].detach() for p in per_model]).to(dtype).requires_grad_()
+            for name in per_model[0]}
+
+
+def _pad(parts: list) -> tuple:
+    """Token types of several models, padded to one number of types (``-inf`` counts)."""
+    T = max(symbols.shape[-1] for symbols, _, _ in parts)
+
+    def pad(t, value):
+        extra = T - t.shape[1]
+        return F.pad(t, (0, 0, 0, extra) if t.dim() == 3 else (0, extra), value=value)
+
+    return tuple(torch.stack([pad(part[i], value) for part in parts])
+                 for i, value in ((0, 0), (1, 0.0), (2, -math.inf)))
+
+
+def _batch(grid: Grid, strings: list, dtype) -> tuple:
+    """The models' strings (``strings[r]: [S, m_r]``) as padded token types ``[models, S, T]``
+    and each model's attention scale ``[models]``."""
+    symbols, features, log_counts = _pad([token_types(grid.language, w) for w in strings])
+    scale = torch.tensor([math.log(w.shape[1] + 1) if variant == "scaled" else 1.0
+                          for w, variant in zip(strings, grid.variant_of, strict=True)])
+    return symbols, features.to(dtype), log_counts.to(dtype), scale.to(dtype)
+
+
+def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
+          test_length: int = 1000, lr: float = 3e-4, seed: int = 0, dtype=torch.float32,
+          progress: bool = True) -> TrainingLog:
+    """Train every model of ``grid`` for ``epochs`` epochs of ``steps`` optimizer steps, one
+    fresh random string of the model's train length per step, with Adam (learning rate
+    ``lr``); after each epoch, test on ``test_strings`` fresh strings of length
+    ``test_length`` (``m``, without CLS). Model ``r`` draws its strings from its own
+    generator seeded with ``grid.seed(r, seed)``. Returns the :class:`TrainingLog`."""
+    for name, value, low in (("epochs", epochs, 1), ("steps", steps, 1),
+                             ("test_strings", test_strings, 1), ("test_length", test_length, 1)):
+        check_int(value, name, minimum=low)
+    if not isinstance(lr, int | float) or isinstance(lr, bool) or not lr > 0:
+        raise ValueError(f"lr must be a number > 0, got {lr!r}")
+    params = stacked_parameters(grid, seed, dtype)
+    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    heads = HEADS[grid.language]
+    forward = torch.func.vmap(
+        lambda p, *data: logits_and_attention(p, *data, heads=heads))
+    generators = [torch.Generator().manual_seed(grid.seed(r, seed)) for r in range(len(grid))]
+    language = LANGUAGES[grid.language]
+    log = {name: torch.zeros(len(grid), epochs) for name in METRICS}
+    for epoch in tqdm(range(epochs), desc="epochs", disable=not progress, leave=False):
+        strings = [random_strings(steps, m, g) for m, g in zip(grid.lengths, generators,
+                                                                 strict=True)]
+        symbols, features, log_counts, scale = _batch(grid, strings, dtype)
+        labels = torch.stack([language(w) for w in strings]).to(dtype)  # [models, steps]
+        for step in range(steps):
+            batch = (symbols[:, step:step + 1], features[:, step:step + 1],
+                     log_counts[:, step:step + 1], scale)
+            logits, _ = forward(params, *batch)
+            losses = F.binary_cross_entropy_with_logits(logits, labels[:, step:step + 1],
+                                                        reduction="none")
+            optimizer.zero_grad()
+            losses.sum().backward()  # each model's gradient is its own loss's
+            optimizer.step()
+            log["train_loss"][:, epoch] += losses.detach()[:, 0].cpu() / (steps * math.log(2))
+        tests = [random_strings(test_strings, test_length, g) for g in generators]
+        metrics = evaluate(params, grid, tests, dtype)
+        for name, values in metrics.items():
+            log[name][:, epoch] = values
+    final = {name: value.detach().cpu() for name, value in params.items()}
+    return TrainingLog(grid, test_length, parameters=final, **log)
+
+
+def evaluate(params: dict, grid: Grid, strings: list, dtype=torch.float32) -> dict:
+    """Test metrics of the stacked models on their strings (``strings[r]: [S, m]``):
+    ``cross_entropy`` (bits per string), ``accuracy`` and ``attention_to_first``, each
+    ``[models]``, averaged over the strings."""
+    language = LANGUAGES[grid.language]
+    heads = HEADS[grid.language]
+    forward = torch.func.vmap(lambda p, *data: logits_and_attention(p, *data, heads=heads))
+    labels = torch.stack([language(w) for w in strings])
+    symbols, features, log_counts, scale = _batch(grid, strings, dtype)
+    models, S, T = symbols.shape
+    chunk = max(1, SCORE_BUDGET // (models * HEADS[grid.language] * T * T))
+    with torch.no_grad():
+        parts = [forward(params, symbols[:, i:i + chunk], features[:, i:i + chunk],
+                         log_counts[:, i:i + chunk], scale) for i in range(0, S, chunk)]
+    logits, attention = (torch.cat(values, dim=1) for values in zip(*parts, strict=True))
+    bits = F.binary_cross_entropy_with_logits(logits, labels.to(dtype), reduction="none")
+    return {"cross_entropy": bits.mean(dim=1).cpu() / math.log(2),
+            "accuracy": ((logits > 0) == labels).double().mean(dim=1).cpu(),
+            "attention_to_first": attention.mean(dim=1).cpu()}
