@@ -1,4 +1,4 @@
-"""Self-attention as in the textbook chapter (seed 001 §9.2): the row convention.
+"""Self-attention as in the textbook chapter ([selfattention2025chapter] §9.2): the row convention.
 
 Each token is a row: ``X`` is ``[n, d]`` (or ``[B, n, d]`` for a batch), ``Q = X @ W_Q`` with
 ``W_Q: [d, d_k]``, and ``A[i, j]`` is how much query position ``i`` attends to key position ``j``.
@@ -23,8 +23,8 @@ ATTENTION_KINDS = ("softmax", "leftmost_hard", "average_hard")
 def future_mask(n: int, strict: bool = False, device=None) -> torch.Tensor:
     """Causal mask ``BoolTensor[n, n]``: True where position ``i`` may attend to position ``j``.
 
-    ``j <= i`` by default (future masking, 004 eq. 5.11); ``j < i`` when ``strict`` (strict
-    future masking, under which position 0 attends to nothing).
+    ``j <= i`` by default (future masking, [chiang2024esslli] eq. 5.11); ``j < i`` when ``strict``
+    (strict future masking, under which position 0 attends to nothing).
     """
     check_int(n, "n", minimum=1)
     if not isinstance(strict, bool):
@@ -52,11 +52,11 @@ def _allowed(mask, scores: torch.Tensor) -> torch.Tensor:
 def attention_weights(scores: torch.Tensor, kind: str = "softmax", mask=None) -> torch.Tensor:
     """Attention weights from ``scores: [..., n_queries, n_keys]``, row by row.
 
-    ``kind`` is ``"softmax"`` (seed 001 §9.2, step 3), ``"leftmost_hard"`` (all weight on the
-    leftmost maximal score, 004 eq. 5.12) or ``"average_hard"`` (weight shared equally by the
-    maximal scores, 004 eq. 5.13). Masked-out keys (``mask`` False) get weight 0 and do not count
-    as maximal. Returns a tensor shaped like ``scores`` whose rows sum to 1 (or are all 0 for a
-    row with no allowed key).
+    ``kind`` is ``"softmax"`` ([selfattention2025chapter] §9.2, step 3), ``"leftmost_hard"`` (all
+    weight on the leftmost maximal score, [chiang2024esslli] eq. 5.12) or ``"average_hard"``
+    (weight shared equally by the maximal scores, [chiang2024esslli] eq. 5.13). Masked-out keys
+    (``mask`` False) get weight 0 and do not count as maximal. Returns a tensor shaped like
+    ``scores`` whose rows sum to 1 (or are all 0 for a row with no allowed key).
     """
     check_float_tensor(scores, "scores", ranks=tuple(range(2, 9)))
     check_choice(kind, "kind", ATTENTION_KINDS)
@@ -85,7 +85,7 @@ def self_attention(
     kind: str = "softmax",
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Single-head self-attention in the row convention of seed 001 §9.2.
+    """Single-head self-attention in the row convention of [selfattention2025chapter] §9.2.
 
     ``X: [n, d]`` or ``[B, n, d]``; ``W_Q, W_K: [d, d_k]``; ``W_V: [d, d_v]``. Computes
     ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V``, scores ``S = scale * Q K^T`` (``scale`` defaults

@@ -1,15 +1,17 @@
-"""Boolean circuits (004 §5.2.2): construction, batched evaluation, depth, size, class rules.
+"""Boolean circuits ([chiang2024esslli] §5.2.2): construction, batched evaluation, depth, size,
+class rules.
 
 A :class:`Circuit` has ``n`` input nodes ``0..n-1`` followed by gates, each of which reads
 earlier nodes only, so a circuit built gate by gate is acyclic by construction; circuits given
 by name in any order (:meth:`Circuit.from_spec`) are sorted and checked for cycles. Gate kinds:
 
 * ``NOT`` (fan-in exactly 1); ``AND`` and ``OR`` with any fan-in (fan-in 0: AND is 1, OR is 0);
-* ``MAJORITY`` with any fan-in, 1 iff **at least half** of its inputs are 1 (004 Def. 5.6).
+* ``MAJORITY`` with any fan-in, 1 iff **at least half** of its inputs are 1 ([chiang2024esslli]
+Def. 5.6).
   Note that the *language* MAJORITY asks for strictly more 1s than 0s.
 
 Depth is the length of the longest path from an input to the output; size is the number of
-nodes, inputs included (004 Example 5.4).
+nodes, inputs included ([chiang2024esslli] Example 5.4).
 """
 
 from collections.abc import Sequence

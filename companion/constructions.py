@@ -59,8 +59,9 @@ def _finish(layout, word_embedding, position_embedding, layers, layernorm, eps, 
 
 
 def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
-    """Seed 000 §4.1: compute every value ``x`` together with ``-x`` so that layer normalization
-    (switched on, with ``eps``) has zero mean to remove and only rescales the activations.
+    """[chiang2022overcoming] §4.1: compute every value ``x`` together with ``-x`` so that layer
+    normalization (switched on, with ``eps``) has zero mean to remove and only rescales the
+    activations.
 
     Embeddings become ``[a; -a]``; ``W^Q, W^K -> [W 0]`` (times ``sqrt 2``, keeping the logit
     scale as ``d`` doubles); ``W^V -> [[W^V 0]; [-W^V 0]]``; ``W^F1 -> [W^F1 0]``;
@@ -154,7 +155,7 @@ def with_eps(model: Encoder, eps: float) -> Encoder:
 
 
 def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0) -> Encoder:
-    """The two-layer, two-head transformer of seed 000 §3.2 that recognizes PARITY.
+    """The two-layer, two-head transformer of [chiang2022overcoming] §3.2 that recognizes PARITY.
 
     Layer 1 averages ``is_1`` into ``k/n`` and ``is_cls`` into ``1/n``; its FFN computes
     ``[i=k]/n`` with three ReLUs; layer 2's two heads attend to odd and even positions with
@@ -219,7 +220,7 @@ def _cls_attends_to_position_1(layout: Layout, c: float, values: dict) -> Encode
 
 def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
                       log_length: bool = False) -> Encoder:
-    """The two-layer transformer of seed 000 §3.3 that recognizes FIRST.
+    """The two-layer transformer of [chiang2022overcoming] §3.3 that recognizes FIRST.
 
     Its FFN marks position 1 when it holds a 1; layer 2 makes CLS attend to position 1 with
     logit ``c``, so ``s = e^c / (e^c + n - 1) * ([w_1 = 1] - 1/2)`` (eq. 1). With
@@ -242,7 +243,8 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
 
 
 def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encoder:
-    """The one-layer transformer of seed 000 §5.2, which does not zero out the other positions:
+    """The one-layer transformer of [chiang2022overcoming] §5.2, which does not zero out the other
+    positions:
     ``s = (e^c - 1)/(e^c + n - 1) ([w_1 = 1] - 1/2) + (k - n/2)/(e^c + n - 1)``; correct for
     every string of length n only when ``c > log(n - 1)``, or with ``log_length`` (§5.3)."""
     c, L = _check_c(c), FLAWED_FIRST_LAYOUT
@@ -253,7 +255,7 @@ def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encode
 
 class RumelhartParity:
     """The two-layer step-function FFNN of Rumelhart et al. (1986) for PARITY on strings of
-    length exactly ``m`` (seed 000 §3.1), in the column convention.
+    length exactly ``m`` ([chiang2022overcoming] §3.1), in the column convention.
 
     ``W1 = ones(m, m)``, ``b1[j] = -(j + 1) + 0.5`` so that unit ``j`` is ``[k >= j + 1]``;
     ``W2[j] = (-1)^j`` (1, -1, 1, ...) and ``b2 = -0.5``. Calling it on ``w: [B, m]`` returns
@@ -278,5 +280,6 @@ class RumelhartParity:
 
 
 def rumelhart_parity(m: int) -> RumelhartParity:
-    """Rumelhart et al.'s FFNN for PARITY of strings of length exactly ``m`` (seed 000 §3.1)."""
+    """Rumelhart et al.'s FFNN for PARITY of strings of length exactly ``m``
+    ([chiang2022overcoming] §3.1)."""
     return RumelhartParity(m)

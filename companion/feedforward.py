@@ -2,7 +2,7 @@
 
 A network with weights ``W1: [d_ff, d]``, ``b1: [d_ff]``, ``W2: [d_out, d_ff]``, ``b2: [d_out]``
 maps each vector ``x`` (the last dimension of the input) to ``W2 relu(W1 x + b1) + b2``, the form
-of seed 001 §9.8.12 as its examples apply it.
+of [selfattention2025chapter] §9.8.12 as its examples apply it.
 """
 
 import torch
@@ -41,8 +41,8 @@ def two_switch_network(dtype=torch.float64):
     """Weights ``(W1, b1, W2, b2)`` of the three-ReLU network for the two-switch problem (XOR).
 
     Unit 1 fires when switch A is on, unit 2 when switch B is on, unit 3 when both are; the output
-    is unit 1 + unit 2 - 2 * unit 3 (seed 001 §9.8.5). Each unit is scaled so that it outputs
-    exactly 1 when it fires on a corner of the unit square.
+    is unit 1 + unit 2 - 2 * unit 3 ([selfattention2025chapter] §9.8.5). Each unit is scaled so
+    that it outputs exactly 1 when it fires on a corner of the unit square.
     """
     W1 = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 2.0]], dtype=dtype)
     b1 = torch.tensor([-1.0, -1.0, -3.0], dtype=dtype)

@@ -61,7 +61,8 @@ def first(w) -> torch.Tensor | bool:
 
 
 def majority(w) -> torch.Tensor | bool:
-    """MAJORITY: the strings with strictly more 1s than 0s (a tie is rejected), as in 004 §5.2."""
+    """MAJORITY: the strings with strictly more 1s than 0s (a tie is rejected), as in
+    [chiang2024esslli] §5.2."""
     strings = as_strings(w)
     return _answer(2 * strings.sum(dim=1) > strings.shape[1], w)
 
@@ -100,7 +101,8 @@ _OPERATORS = {"∧": "and", "&": "and", "∨": "or", "|": "or", "¬": "not", "!"
 
 
 def parse_formula(formula: str, leaf, combine):
-    """Parse a fully parenthesized Boolean formula (004 §5.2's BFVP grammar) bottom-up:
+    """Parse a fully parenthesized Boolean formula ([chiang2024esslli] §5.2's BFVP grammar)
+    bottom-up:
     ``0``, ``1``, ``(¬F)``, ``(F ∧ F)``, ``(F ∨ F)``; ``!``, ``&``, ``|`` may replace ``¬``,
     ``∧``, ``∨``, and spaces are ignored.
 
@@ -250,7 +252,8 @@ def _as_permutation(cycles, k: int) -> list[int]:
 
 
 def word_problem(word, k: int = 5) -> bool:
-    """Whether a word over S_k multiplies to the identity (004 §5.2: the language W(S_k)).
+    """Whether a word over S_k multiplies to the identity ([chiang2024esslli] §5.2: the language
+    W(S_k)).
 
     ``word`` is a str of cycles, each cycle one letter, e.g. ``"(01)(01234)"``, or a list of
     letters, each a permutation written as a product of cycles (``["(01)(23)", "(4)"]``).

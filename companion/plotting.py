@@ -168,8 +168,8 @@ def plot_circuit(circuit, ax=None, input_names=None, title=None):
 
 
 def plot_class_map(ax=None):
-    """The circuit classes as nested regions (after 004 Fig. 5.2, assuming TC0 != NC1), with
-    example languages and where transformers sit."""
+    """The circuit classes as nested regions (after [chiang2024esslli] Fig. 5.2, assuming TC0 !=
+    NC1), with example languages and where transformers sit."""
     from matplotlib.patches import FancyBboxPatch
 
     ax = _axes(ax, size=(7, 4.8))
@@ -290,3 +290,35 @@ def plot_local_stretch(distances, stretch: dict, ax=None):
     ax.set_ylabel("largest local stretch")
     ax.legend(frameon=False, fontsize="small")
     return ax
+
+
+def plot_training_curves(log, axes=None):
+    """Figure 4 of [chiang2022overcoming] from a :class:`companion.training.TrainingLog`: test
+    cross-entropy (bits per string), test accuracy and the attention weight on the first symbol,
+    by epoch (rows), for each variant (columns: standard, scaled attention), one curve per train
+    length: the mean over runs, with a band from the 10th to the 90th percentile. Returns the
+    ``[3, variants]`` array of axes."""
+    grid = log.grid
+    if axes is None:
+        _, axes = plt.subplots(3, len(grid.variants), figsize=(4.5 * len(grid.variants), 8),
+                               sharex=True, squeeze=False, layout="constrained")
+    rows = (("cross_entropy", "cross-entropy (bits)"), ("accuracy", "accuracy"),
+            ("attention_to_first", "attention to first symbol"))
+    for column, variant in enumerate(grid.variants):
+        for row, (metric, label) in enumerate(rows):
+            ax = axes[row][column]
+            for index, m in enumerate(grid.train_lengths):
+                values = log.select(metric, m, variant).double()
+                epochs = np.arange(1, values.shape[1] + 1)
+                low, high = torch.quantile(values, torch.tensor([0.1, 0.9]).double(), dim=0)
+                ax.plot(epochs, values.mean(dim=0), color=f"C{index}",
+                        label=f"trained on m = {m}")
+                ax.fill_between(epochs, low, high, color=f"C{index}", alpha=0.15)
+            ax.set_ylabel(label)
+            if row == 0:
+                ax.set_title(f"{variant} attention, tested on m = {log.test_length}")
+            if row == 2:
+                ax.set_xlabel("epoch")
+        axes[1][column].set_ylim(0.4, 1.02)
+    axes[0][0].legend(frameon=False, fontsize="small")
+    return axes

@@ -1,5 +1,6 @@
 """The in-context recall task of Nguyen and Nguyen-Tang and the one-layer transformers that
-learn it (seed 003: Definition 2.1, model (1), Lemmas 3.1, 4.1, 5.1, 5.2, Algorithm 1, Table 1).
+learn it ([nguyen2025recall]: Definition 2.1, model (1), Lemmas 3.1, 4.1, 5.1, 5.2, Algorithm 1,
+Table 1).
 
 Conventions. Token ids are ``0 .. N-1`` (``N = vocab_size``) and the noise token is ``tau = N``.
 The triggers are ``0 .. Q-1``, the output words ``Q .. Q+O-1``, and every other id is a filler

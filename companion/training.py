@@ -182,14 +182,15 @@ class Grid:
 
 @dataclass
 class TrainingLog:
-    """Per-epoch test metrics of every model of ``grid``, each ``[models, epochs]``:
+    """Per-epoch test metrics of every model of ``grid`` (tested on strings of length
+    ``test_length``, or of its own train length if None), each ``[models, epochs]``:
     ``cross_entropy`` (bits per string), ``accuracy``, ``attention_to_first`` (CLS to position
     1, summed over layers, averaged over heads and test strings), and ``train_loss`` (bits per
     string, averaged over the epoch's training strings); ``parameters``, every model's final
     parameters (name -> ``[models, ...]``, by :class:`Recognizer`'s names)."""
 
     grid: Grid
-    test_length: int
+    test_length: int | None
     cross_entropy: torch.Tensor
     accuracy: torch.Tensor
     attention_to_first: torch.Tensor
@@ -259,16 +260,18 @@ def _batch(grid: Grid, strings: list, dtype) -> tuple:
 
 
 def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
-          test_length: int = 1000, lr: float = 3e-4, seed: int = 0, dtype=torch.float32,
+          test_length: int | None = 1000, lr: float = 3e-4, seed: int = 0, dtype=torch.float32,
           progress: bool = True) -> TrainingLog:
     """Train every model of ``grid`` for ``epochs`` epochs of ``steps`` optimizer steps, one
     fresh random string of the model's train length per step, with Adam (learning rate
     ``lr``); after each epoch, test on ``test_strings`` fresh strings of length
-    ``test_length`` (``m``, without CLS). Model ``r`` draws its strings from its own
-    generator seeded with ``grid.seed(r, seed)``. Returns the :class:`TrainingLog`."""
-    for name, value, low in (("epochs", epochs, 1), ("steps", steps, 1),
-                             ("test_strings", test_strings, 1), ("test_length", test_length, 1)):
-        check_int(value, name, minimum=low)
+    ``test_length`` (``m``, without CLS; ``None``: each model's own train length). Model
+    ``r`` draws its strings from its own generator seeded with ``grid.seed(r, seed)``. Returns
+    the :class:`TrainingLog`."""
+    for name, value in (("epochs", epochs), ("steps", steps), ("test_strings", test_strings)):
+        check_int(value, name, minimum=1)
+    if test_length is not None:
+        check_int(test_length, "test_length", minimum=1)
     if not isinstance(lr, int | float) or isinstance(lr, bool) or not lr > 0:
         raise ValueError(f"lr must be a number > 0, got {lr!r}")
     params = stacked_parameters(grid, seed, dtype)
@@ -294,7 +297,8 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
             losses.sum().backward()  # each model's gradient is its own loss's
             optimizer.step()
             log["train_loss"][:, epoch] += losses.detach()[:, 0].cpu() / (steps * math.log(2))
-        tests = [random_strings(test_strings, test_length, g) for g in generators]
+        tests = [random_strings(test_strings, test_length or m, g)
+                 for m, g in zip(grid.lengths, generators, strict=True)]
         metrics = evaluate(params, grid, tests, dtype)
         for name, values in metrics.items():
             log[name][:, epoch] = values
