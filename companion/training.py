@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from companion import runtime
 from companion._checks import check_choice, check_int
 from companion.languages import first, parity, random_strings
 from companion.transformer import CLS
@@ -226,16 +227,17 @@ class TrainingLog:
 METRICS = ("cross_entropy", "accuracy", "attention_to_first", "train_loss")
 
 
-def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32) -> dict:
-    """Every model's :class:`Recognizer` parameters (PyTorch's initialization, seeded by
-    :meth:`Grid.seed`), stacked: name -> ``[models, ...]``, requiring gradients."""
+def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
+    """Every model's :class:`Recognizer` parameters (PyTorch's initialization on the CPU, seeded
+    by :meth:`Grid.seed`), stacked: name -> ``[models, ...]`` on ``device``, requiring
+    gradients."""
     per_model = []
     for model in range(len(grid)):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(grid.seed(model, seed))
             per_model.append(dict(Recognizer(grid.language).named_parameters()))
-    return {name: torch.stack([p[name].detach() for p in per_model]).to(dtype).requires_grad_()
-            for name in per_model[0]}
+    return {name: torch.stack([p[name].detach() for p in per_model])
+            .to(dtype=dtype, device=device).requires_grad_() for name in per_model[0]}
 
 
 def _pad(parts: list) -> tuple:
@@ -250,31 +252,34 @@ def _pad(parts: list) -> tuple:
                  for i, value in ((0, 0), (1, 0.0), (2, -math.inf)))
 
 
-def _batch(grid: Grid, strings: list, dtype) -> tuple:
+def _batch(grid: Grid, strings: list, dtype, device) -> tuple:
     """The models' strings (``strings[r]: [S, m_r]``) as padded token types ``[models, S, T]``
-    and each model's attention scale ``[models]``."""
+    and each model's attention scale ``[models]``, on ``device``."""
     symbols, features, log_counts = _pad([token_types(grid.language, w) for w in strings])
     scale = torch.tensor([math.log(w.shape[1] + 1) if variant == "scaled" else 1.0
                           for w, variant in zip(strings, grid.variant_of, strict=True)])
-    return symbols, features.to(dtype), log_counts.to(dtype), scale.to(dtype)
+    return (symbols.to(device), *(t.to(dtype=dtype, device=device)
+                                  for t in (features, log_counts, scale)))
 
 
 def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
           test_length: int | None = 1000, lr: float = 3e-4, seed: int = 0, dtype=torch.float32,
-          progress: bool = True) -> TrainingLog:
+          device=None, progress: bool = True) -> TrainingLog:
     """Train every model of ``grid`` for ``epochs`` epochs of ``steps`` optimizer steps, one
     fresh random string of the model's train length per step, with Adam (learning rate
     ``lr``); after each epoch, test on ``test_strings`` fresh strings of length
     ``test_length`` (``m``, without CLS; ``None``: each model's own train length). Model
     ``r`` draws its strings from its own generator seeded with ``grid.seed(r, seed)``. Returns
-    the :class:`TrainingLog`."""
+    the :class:`TrainingLog`. Computes on ``device`` (default :func:`companion.runtime.device`);
+    the strings are drawn on the CPU, so a seed gives the same strings on every device."""
     for name, value in (("epochs", epochs), ("steps", steps), ("test_strings", test_strings)):
         check_int(value, name, minimum=1)
     if test_length is not None:
         check_int(test_length, "test_length", minimum=1)
     if not isinstance(lr, int | float) or isinstance(lr, bool) or not lr > 0:
         raise ValueError(f"lr must be a number > 0, got {lr!r}")
-    params = stacked_parameters(grid, seed, dtype)
+    device = runtime.device() if device is None else torch.device(device)
+    params = stacked_parameters(grid, seed, dtype, device)
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     heads = HEADS[grid.language]
     forward = torch.func.vmap(
@@ -285,8 +290,9 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
     for epoch in tqdm(range(epochs), desc="epochs", disable=not progress, leave=False):
         strings = [random_strings(steps, m, g) for m, g in zip(grid.lengths, generators,
                                                                  strict=True)]
-        symbols, features, log_counts, scale = _batch(grid, strings, dtype)
-        labels = torch.stack([language(w) for w in strings]).to(dtype)  # [models, steps]
+        symbols, features, log_counts, scale = _batch(grid, strings, dtype, device)
+        labels = torch.stack([language(w) for w in strings]).to(dtype=dtype, device=device)
+        epoch_loss = torch.zeros(len(grid), dtype=dtype, device=device)
         for step in range(steps):
             batch = (symbols[:, step:step + 1], features[:, step:step + 1],
                      log_counts[:, step:step + 1], scale)
@@ -296,7 +302,8 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
             optimizer.zero_grad()
             losses.sum().backward()  # each model's gradient is its own loss's
             optimizer.step()
-            log["train_loss"][:, epoch] += losses.detach()[:, 0].cpu() / (steps * math.log(2))
+            epoch_loss += losses.detach()[:, 0]
+        log["train_loss"][:, epoch] = epoch_loss.cpu() / (steps * math.log(2))
         tests = [random_strings(test_strings, test_length or m, g)
                  for m, g in zip(grid.lengths, generators, strict=True)]
         metrics = evaluate(params, grid, tests, dtype)
@@ -313,8 +320,9 @@ def evaluate(params: dict, grid: Grid, strings: list, dtype=torch.float32) -> di
     language = LANGUAGES[grid.language]
     heads = HEADS[grid.language]
     forward = torch.func.vmap(lambda p, *data: logits_and_attention(p, *data, heads=heads))
-    labels = torch.stack([language(w) for w in strings])
-    symbols, features, log_counts, scale = _batch(grid, strings, dtype)
+    device = next(iter(params.values())).device
+    labels = torch.stack([language(w) for w in strings]).to(device)
+    symbols, features, log_counts, scale = _batch(grid, strings, dtype, device)
     models, S, T = symbols.shape
     chunk = max(1, SCORE_BUDGET // (models * HEADS[grid.language] * T * T))
     with torch.no_grad():
