@@ -10,12 +10,15 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
 
 from companion.attention import attention_flops, self_attention
 from companion.constructions import parity_transformer
 from companion.languages import random_strings
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
 from companion.runtime import device, set_seed
+from companion.training import Grid, Recognizer
+from companion.training import train as train_grid
 
 
 def time_call(function, repeats=5):
@@ -69,6 +72,52 @@ def bench_figure2(batch=1000):
           f"{batch} strings each, float64, on {device()}: {time.perf_counter() - start:.1f} s")
 
 
+def train_one_by_one(grid, epochs, seed=0):
+    """The authors' way: each model of ``grid`` (standard attention) trained alone as a PyTorch
+    :class:`~companion.training.Recognizer`, one string per step, then tested string by string
+    on 100 strings of length 1000; the same strings as :func:`companion.training.train`."""
+    for model in range(len(grid)):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(grid.seed(model, seed))
+            recognizer = Recognizer(grid.language)
+        optimizer = torch.optim.Adam(recognizer.parameters(), lr=3e-4)
+        generator = torch.Generator().manual_seed(grid.seed(model, seed))
+        for _ in range(epochs):
+            for w in random_strings(100, grid.lengths[model], generator):
+                loss = F.binary_cross_entropy_with_logits(recognizer(w[None]),
+                                                          w[None, 0].float())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            with torch.no_grad():
+                for w in random_strings(100, 1000, generator):
+                    recognizer(w[None])
+
+
+def bench_training(runs=2, epochs=1):
+    """Figure 4's training (FIRST, train lengths 10-300, 100 steps per epoch, tests at length
+    1000): the batched grid of :func:`companion.training.train` against the same models
+    trained one after another, as the authors did, on the CPU."""
+    grid = Grid("first", (10, 30, 100, 300), runs=runs, variants=("standard",))
+    start = time.perf_counter()
+    train_grid(grid, epochs=epochs, device="cpu", progress=False)
+    batched = time.perf_counter() - start
+    start = time.perf_counter()
+    train_one_by_one(grid, epochs)
+    alone = time.perf_counter() - start
+    print(f"\nFigure 4 training, {len(grid)} models x {epochs} epoch(s), CPU: batched "
+          f"{batched:.1f} s, one model at a time {alone:.1f} s ({alone / batched:.0f}x)")
+    full = Grid("first", (10, 30, 100, 300), runs=20)
+    start = time.perf_counter()
+    train_grid(full, epochs=2, device="cpu", progress=False)
+    per_epoch = (time.perf_counter() - start) / 2
+    sequential = alone / epochs / len(grid) * len(full)  # per epoch, from the sample above
+    print(f"the full grid ({len(full)} models, both variants): {per_epoch:.2f} s per epoch, "
+          f"{100 * per_epoch / 60:.1f} min for 100 epochs; one model at a time (extrapolated "
+          f"from the {len(grid)} above): {100 * sequential / 3600:.1f} h, "
+          f"{sequential / per_epoch:.0f}x slower")
+
+
 def bench_memory():
     """Each case runs in a fresh process (``benchmarks.memory``), so peaks do not mix."""
     where = "GPU memory allocated" if device().type == "cuda" else "growth of resident memory"
@@ -106,3 +155,4 @@ if __name__ == "__main__":
     bench_memory()
     bench_self_attention()
     bench_recall()
+    bench_training()

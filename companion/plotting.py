@@ -296,7 +296,7 @@ def plot_training_curves(log, axes=None):
     """Figure 4 of [chiang2022overcoming] from a :class:`companion.training.TrainingLog`: test
     cross-entropy (bits per string), test accuracy and the attention weight on the first symbol,
     by epoch (rows), for each variant (columns: standard, scaled attention), one curve per train
-    length: the mean over runs, with a band from the 10th to the 90th percentile. Returns the
+    length: the mean over runs, with a band of one standard error of the mean. Returns the
     ``[3, variants]`` array of axes."""
     grid = log.grid
     if axes is None:
@@ -310,10 +310,10 @@ def plot_training_curves(log, axes=None):
             for index, m in enumerate(grid.train_lengths):
                 values = log.select(metric, m, variant).double()
                 epochs = np.arange(1, values.shape[1] + 1)
-                low, high = torch.quantile(values, torch.tensor([0.1, 0.9]).double(), dim=0)
-                ax.plot(epochs, values.mean(dim=0), color=f"C{index}",
-                        label=f"trained on m = {m}")
-                ax.fill_between(epochs, low, high, color=f"C{index}", alpha=0.15)
+                mean = values.mean(dim=0)
+                error = values.std(dim=0) / values.shape[0] ** 0.5 if len(values) > 1 else 0 * mean
+                ax.plot(epochs, mean, color=f"C{index}", label=f"trained on m = {m}")
+                ax.fill_between(epochs, mean - error, mean + error, color=f"C{index}", alpha=0.2)
             ax.set_ylabel(label)
             if row == 0:
                 ax.set_title(f"{variant} attention, tested on m = {log.test_length}")

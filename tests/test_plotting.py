@@ -98,3 +98,19 @@ def test_local_stretch_plot_is_log_log_with_a_curve_per_eps():
     lines = {line.get_label(): line for line in ax.get_lines()}
     np.testing.assert_allclose(lines["eps = 0.01"].get_ydata(), [10.0, 7.0])
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+
+
+def test_training_curves_draw_each_length_mean_per_variant():
+    from companion.training import Grid, TrainingLog
+
+    grid = Grid("first", (3, 5), runs=2)
+    metric = torch.arange(len(grid) * 4, dtype=torch.float64).reshape(len(grid), 4) / 100
+    log = TrainingLog(grid, 50, metric, metric, metric, metric, parameters={})
+    axes = plotting.plot_training_curves(log)
+    assert axes.shape == (3, 2)
+    for column, variant in enumerate(grid.variants):
+        lines = {line.get_label(): line for line in axes[1][column].get_lines()}
+        for m in (3, 5):
+            expected = log.select("accuracy", m, variant).mean(dim=0)
+            np.testing.assert_allclose(lines[f"trained on m = {m}"].get_ydata(), expected)
+    assert "scaled" in axes[0][1].get_title()
