@@ -116,14 +116,14 @@ def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: i
                                                   p["position.bias"])
     to_first = 0.0
     for layer in range(2):
-        x, alpha = _encoder_layer({name.removeprefix(f"encoder.layers.{layer}."): value
+        x, alpha = encoder_layer({name.removeprefix(f"encoder.layers.{layer}."): value
                                    for name, value in p.items()}, x, log_counts, scale, heads, eps)
         to_first = to_first + alpha[:, :, 0, 1].mean(dim=1)
     logits = F.linear(x[:, 0], p["output.weight"], p["output.bias"]).squeeze(-1)
     return logits, to_first
 
 
-def _encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
+def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
     """``nn.TransformerEncoderLayer`` (post-norm, ReLU, no dropout) over token types, with its
     parameters ``w`` by their names in that module; also returns the attention weights
     ``[S, heads, T, T]``."""

@@ -1,0 +1,207 @@
+"""A second length-generalization benchmark, standing in for the translation experiment of
+[chiang2022overcoming] Table 1 (keys of book/references.bib): the regular tasks of
+[deletang2023chomsky], trained on strings of length at most 40 and scored by the mean accuracy
+over test lengths 41 to 500, with standard and with log-length scaled attention.
+
+Tasks (inputs are token ids, the answer one class):
+
+* ``even_pairs``: bits; class 1 iff the number of unequal neighbours (``01`` or ``10``) is odd,
+  that is iff the first and last bits differ;
+* ``parity_check``: bits; class 1 iff the number of 1s is odd (PARITY);
+* ``cycle_navigation``: moves 0 (stay), 1 (right), 2 (left) on a cycle of 5 states from 0; the
+  class is the final state;
+* ``modular_arithmetic``: numbers 0-4 at even positions, operators ``+ - *`` (ids 5, 6, 7)
+  between them, an odd length; the class is the value mod 5, multiplications first.
+
+The model is the encoder of :mod:`companion.training` widened for several classes: a learned
+embedding of the tokens and of CLS (id ``vocab``), the fixed sinusoidal position embedding,
+post-norm ``nn.TransformerEncoderLayer`` s, and a linear output on CLS with one logit per class.
+The models of one task (seeds x variants) are trained together as one vmapped computation.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from companion import runtime
+from companion._checks import check_choice, check_int
+from companion.training import VARIANTS, encoder_layer
+from companion.transformer import sinusoidal_position_embedding
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task's number of input tokens and of classes."""
+
+    vocab: int
+    classes: int
+
+
+TASKS = {"even_pairs": Task(2, 2), "parity_check": Task(2, 2), "cycle_navigation": Task(3, 5),
+         "modular_arithmetic": Task(8, 5)}
+PLUS, MINUS, TIMES = 5, 6, 7
+
+
+def sample(task: str, batch: int, length: int, generator: torch.Generator):
+    """``batch`` random inputs of ``task`` with ``length`` tokens (modular arithmetic: the
+    largest odd length not above it) and their classes: ``(LongTensor[B, length],
+    LongTensor[B])``."""
+    check_choice(task, "task", tuple(TASKS))
+    check_int(batch, "batch", minimum=1)
+    check_int(length, "length", minimum=1)
+    if task == "modular_arithmetic":
+        return _arithmetic(batch, length - 1 + length % 2, generator)
+    tokens = torch.randint(TASKS[task].vocab, (batch, length), generator=generator)
+    if task == "even_pairs":
+        return tokens, (tokens[:, 1:] != tokens[:, :-1]).sum(dim=1) % 2
+    if task == "parity_check":
+        return tokens, tokens.sum(dim=1) % 2
+    return tokens, torch.where(tokens == 2, -1, tokens).sum(dim=1) % 5
+
+
+def _arithmetic(batch: int, length: int, generator: torch.Generator):
+    numbers = torch.randint(5, (batch, length // 2 + 1), generator=generator)
+    operators = torch.randint(PLUS, TIMES + 1, (batch, length // 2), generator=generator)
+    tokens = torch.empty(batch, length, dtype=torch.long)
+    tokens[:, ::2], tokens[:, 1::2] = numbers, operators
+    # a product of terms accumulates until a + or - starts the next term, whose sign it sets
+    value = torch.zeros(batch, dtype=torch.long)
+    term = numbers[:, 0].clone()
+    for j in range(operators.shape[1]):
+        op, x = operators[:, j], numbers[:, j + 1]
+        value = torch.where(op == TIMES, value, value + term)
+        term = torch.where(op == TIMES, term * x, torch.where(op == PLUS, x, -x)) % 5
+    return tokens, (value + term) % 5
+
+
+class Classifier(nn.Module):
+    """One model in plain PyTorch, standard attention: ``forward(tokens: LongTensor[B, L])``
+    gives the class logits ``[B, classes]`` read at CLS (prepended at position 0)."""
+
+    def __init__(self, task: str, d: int = 64, heads: int = 4, layers: int = 2,
+                 eps: float = 1e-5):
+        super().__init__()
+        check_choice(task, "task", tuple(TASKS))
+        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)  # the last id is CLS
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True,
+                                           layer_norm_eps=eps)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.output = nn.Linear(d, TASKS[task].classes)
+        self.cls = TASKS[task].vocab
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = _embed(self.embedding.weight, tokens, self.cls)
+        return self.output(self.encoder(x)[:, 0])
+
+
+def _embed(embedding: torch.Tensor, tokens: torch.Tensor, cls: int) -> torch.Tensor:
+    symbols = torch.cat([torch.full_like(tokens[:, :1], cls), tokens], dim=1)
+    n, d = symbols.shape[1], embedding.shape[1]
+    return embedding[symbols] + sinusoidal_position_embedding(n, d).to(embedding)
+
+
+def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, cls: int):
+    """One :class:`Classifier`'s logits ``[B, classes]`` from its parameters ``p`` (by the
+    module's names), attention logits multiplied by ``scale`` (1, or ``log n``)."""
+    x = _embed(p["embedding.weight"], tokens, cls)
+    no_counts = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
+    for layer in range(layers):
+        weights = {name.removeprefix(f"encoder.layers.{layer}."): value
+                   for name, value in p.items()}
+        x, _ = encoder_layer(weights, x, no_counts, scale, heads, 1e-5)
+    return F.linear(x[:, 0], p["output.weight"], p["output.bias"])
+
+
+@dataclass
+class Benchmark:
+    """The outcome for one task: ``accuracy[seed, variant, test length]`` on the test lengths,
+    and ``score[seed, variant]``, its mean over the test lengths."""
+
+    task: str
+    seeds: list
+    variants: tuple
+    test_lengths: list
+    accuracy: torch.Tensor
+
+    @property
+    def score(self) -> torch.Tensor:
+        return self.accuracy.mean(dim=-1)
+
+
+def run(task: str, seeds, steps: int, batch: int, test_lengths, test_batch: int,
+        max_train_length: int = 40, lr: float = 1e-3, d: int = 64, heads: int = 4,
+        layers: int = 2, device=None, progress: bool = True) -> Benchmark:
+    """Train one :class:`Classifier` per seed and variant on ``task`` for ``steps`` Adam steps
+    of ``batch`` strings, each step's length uniform in ``1..max_train_length``; then score each
+    on ``test_batch`` strings of every length in ``test_lengths``. Both variants of a seed start
+    from the same weights and see the same strings."""
+    check_choice(task, "task", tuple(TASKS))
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    for name, value in (("steps", steps), ("batch", batch), ("test_batch", test_batch),
+                        ("max_train_length", max_train_length)):
+        check_int(value, name, minimum=1)
+    device = runtime.device() if device is None else torch.device(device)
+    models = [(seed, variant) for seed in seeds for variant in VARIANTS]
+    per_model = []
+    for seed, _ in models:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            per_model.append(dict(Classifier(task, d, heads, layers).named_parameters()))
+    params = {name: torch.stack([p[name].detach() for p in per_model]).to(device)
+              .requires_grad_() for name in per_model[0]}
+    scaled = [variant == "scaled" for _, variant in models]
+    cls = TASKS[task].vocab
+    forward = torch.func.vmap(
+        lambda p, tokens, scale: classifier_logits(p, tokens, scale, heads, layers, cls))
+    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    lengths = torch.Generator().manual_seed(seeds[0])
+    data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}
+
+    def batches(length, size):  # one batch per seed, shared by its variants: [models, B, L]
+        drawn = {seed: sample(task, size, length, data[seed]) for seed in seeds}
+        tokens = torch.stack([drawn[seed][0] for seed, _ in models]).to(device)
+        labels = torch.stack([drawn[seed][1] for seed, _ in models]).to(device)
+        n = tokens.shape[-1] + 1
+        scale = torch.tensor([math.log(n) if s else 1.0 for s in scaled], device=device)
+        return tokens, labels, scale
+
+    for _ in tqdm(range(steps), desc=f"{task}", disable=not progress, leave=False):
+        length = int(torch.randint(1, max_train_length + 1, (1,), generator=lengths))
+        tokens, labels, scale = batches(length, batch)
+        logits = forward(params, tokens, scale)
+        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="sum")
+        optimizer.zero_grad()
+        loss.backward()  # a sum over models: each model's gradient is its own loss's
+        optimizer.step()
+    accuracy = torch.zeros(len(models), len(test_lengths))
+    with torch.no_grad():
+        for column, length in enumerate(test_lengths):
+            tokens, labels, scale = batches(length, test_batch)
+            correct = forward(params, tokens, scale).argmax(dim=-1) == labels
+            accuracy[:, column] = correct.double().mean(dim=1).cpu()
+    return Benchmark(task, seeds, VARIANTS, list(test_lengths),
+                     accuracy.reshape(len(seeds), len(VARIANTS), len(test_lengths)))
+
+
+def bootstrap_difference(before, after, samples: int = 1000,
+                         generator: torch.Generator | None = None):
+    """The mean of ``after - before`` over paired runs (``[runs]`` each) and a 95% percentile
+    bootstrap interval for it, resampling the runs with replacement: ``(mean, low, high)``."""
+    before = torch.as_tensor(before, dtype=torch.float64)
+    after = torch.as_tensor(after, dtype=torch.float64)
+    if before.dim() != 1 or before.shape != after.shape or len(before) < 1:
+        raise ValueError("before and after must be equally long 1-d sequences of runs, got "
+                         f"shapes {tuple(before.shape)} and {tuple(after.shape)}")
+    difference = after - before
+    check_int(samples, "samples", minimum=1)
+    picks = torch.randint(len(difference), (samples, len(difference)), generator=generator)
+    means = difference[picks].mean(dim=1).numpy()
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(difference.mean()), float(low), float(high)

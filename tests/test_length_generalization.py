@@ -1,0 +1,86 @@
+"""The regular tasks of Deletang et al. against brute-force definitions, the classifier against
+PyTorch's own encoder, and the paired bootstrap."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from companion.length_generalization import (
+    TASKS,
+    Classifier,
+    bootstrap_difference,
+    classifier_logits,
+    run,
+    sample,
+)
+
+
+def evaluate_left_to_right(tokens):
+    """Modular arithmetic by Python's own precedence rules on the written expression."""
+    text = "".join(str(t) if t < 5 else "+-*"[t - 5] for t in tokens)
+    return eval(text) % 5  # noqa: S307 -- digits and + - * only
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_labels_match_the_definitions(task):
+    tokens, labels = sample(task, 500, 9, torch.Generator().manual_seed(0))
+    assert tokens.shape == (500, 9) and labels.shape == (500,)
+    assert tokens.min() >= 0 and tokens.max() < TASKS[task].vocab
+    for row, label in zip(tokens.tolist(), labels.tolist(), strict=True):
+        if task == "even_pairs":
+            expected = sum(a != b for a, b in itertools.pairwise(row)) % 2
+            assert expected == int(row[0] != row[-1])
+        elif task == "parity_check":
+            expected = sum(row) % 2
+        elif task == "cycle_navigation":
+            expected = sum({0: 0, 1: 1, 2: -1}[a] for a in row) % 5
+        else:
+            expected = evaluate_left_to_right(row)
+        assert label == expected
+
+
+def test_modular_arithmetic_has_odd_length_and_alternates():
+    tokens, _ = sample("modular_arithmetic", 50, 10, torch.Generator().manual_seed(1))
+    assert tokens.shape[1] == 9
+    assert (tokens[:, ::2] < 5).all() and (tokens[:, 1::2] >= 5).all()
+
+
+def test_functional_classifier_matches_pytorch_encoder():
+    module = Classifier("cycle_navigation", d=16, heads=2, layers=2).double().train()
+    tokens, _ = sample("cycle_navigation", 4, 11, torch.Generator().manual_seed(2))
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        ours = classifier_logits(params, tokens, 1.0, heads=2, layers=2, cls=3)
+        torch.testing.assert_close(ours, module(tokens), rtol=1e-10, atol=1e-10)
+        scaled = classifier_logits(params, tokens, math.log(12), heads=2, layers=2, cls=3)
+    assert not torch.allclose(scaled, ours)
+
+
+def test_run_shapes_and_paired_start():
+    result = run("even_pairs", seeds=[3, 4], steps=2, batch=4, test_lengths=[5, 7],
+                 test_batch=8, d=16, heads=2, layers=1, device="cpu", progress=False)
+    assert result.accuracy.shape == (2, 2, 2)
+    assert result.score.shape == (2, 2)
+    assert ((result.accuracy >= 0) & (result.accuracy <= 1)).all()
+
+
+def test_bootstrap_interval_contains_the_mean_and_is_a_point_for_constant_differences():
+    mean, low, high = bootstrap_difference([0.5, 0.6, 0.4], [0.6, 0.7, 0.5])
+    assert math.isclose(mean, 0.1) and math.isclose(low, 0.1) and math.isclose(high, 0.1)
+    g = torch.Generator().manual_seed(5)
+    mean, low, high = bootstrap_difference(torch.zeros(30), torch.randn(30, generator=g),
+                                           generator=g)
+    assert low <= mean <= high and low < 0 < high
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="task must be one of"):
+        sample("dyck", 2, 3, torch.Generator())
+    with pytest.raises(ValueError, match="length must be >= 1"):
+        sample("parity_check", 2, 0, torch.Generator())
+    with pytest.raises(ValueError, match="seeds must name at least one seed"):
+        run("parity_check", [], 1, 1, [3], 1, progress=False)
+    with pytest.raises(ValueError, match="equally long"):
+        bootstrap_difference([1.0, 2.0], [1.0])
