@@ -163,7 +163,7 @@ def _xor(circuit: Circuit, a: int, b: int) -> int:
 
 
 def xor_circuit() -> Circuit:
-    """004 Example 5.2: XOR of two inputs, with depth 3 and size 6."""
+    """[chiang2024esslli] Example 5.2: XOR of two inputs, with depth 3 and size 6."""
     circuit = Circuit(2)
     return circuit.set_output(_xor(circuit, 0, 1))
 

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from companion import runtime
 from companion._checks import check_choice, check_int
-from companion.training import VARIANTS, encoder_layer
+from companion.training import VARIANTS, encoder_layer, stack_modules
 from companion.transformer import sinusoidal_position_embedding
 
 
@@ -149,13 +149,8 @@ def run(task: str, seeds, steps: int, batch: int, test_lengths, test_batch: int,
         check_int(value, name, minimum=1)
     device = runtime.device() if device is None else torch.device(device)
     models = [(seed, variant) for seed in seeds for variant in VARIANTS]
-    per_model = []
-    for seed, _ in models:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            per_model.append(dict(Classifier(task, d, heads, layers).named_parameters()))
-    params = {name: torch.stack([p[name].detach() for p in per_model]).to(device)
-              .requires_grad_() for name in per_model[0]}
+    params = stack_modules(lambda: Classifier(task, d, heads, layers),
+                           [seed for seed, _ in models], device=device)
     scaled = [variant == "scaled" for _, variant in models]
     cls = TASKS[task].vocab
     forward = torch.func.vmap(

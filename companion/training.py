@@ -227,17 +227,30 @@ class TrainingLog:
 METRICS = ("cross_entropy", "accuracy", "attention_to_first", "train_loss")
 
 
-def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
-    """Every model's :class:`Recognizer` parameters (PyTorch's initialization on the CPU, seeded
-    by :meth:`Grid.seed`), stacked: name -> ``[models, ...]`` on ``device``, requiring
-    gradients."""
+def stack_modules(build, seeds, dtype=torch.float32, device=None) -> dict:
+    """The parameters of ``build()`` (a module with PyTorch's default initialization, made on
+    the CPU) once per seed in ``seeds``, stacked: name -> ``[len(seeds), ...]`` on ``device``,
+    requiring gradients. The global random state is left as it was."""
     per_model = []
-    for model in range(len(grid)):
+    for seed in seeds:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(grid.seed(model, seed))
-            per_model.append(dict(Recognizer(grid.language).named_parameters()))
+            torch.manual_seed(seed)
+            per_model.append(dict(build().named_parameters()))
     return {name: torch.stack([p[name].detach() for p in per_model])
             .to(dtype=dtype, device=device).requires_grad_() for name in per_model[0]}
+
+
+def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
+    """Every model's :class:`Recognizer` parameters (seeded by :meth:`Grid.seed`), stacked by
+    :func:`stack_modules`."""
+    seeds = [grid.seed(model, seed) for model in range(len(grid))]
+    return stack_modules(lambda: Recognizer(grid.language), seeds, dtype, device)
+
+
+def _vmapped_forward(grid: Grid):
+    """:func:`logits_and_attention` vectorized over the stacked models of ``grid``."""
+    heads = HEADS[grid.language]
+    return torch.func.vmap(lambda p, *data: logits_and_attention(p, *data, heads=heads))
 
 
 def _pad(parts: list) -> tuple:
@@ -281,9 +294,7 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
     device = runtime.device() if device is None else torch.device(device)
     params = stacked_parameters(grid, seed, dtype, device)
     optimizer = torch.optim.Adam(params.values(), lr=lr)
-    heads = HEADS[grid.language]
-    forward = torch.func.vmap(
-        lambda p, *data: logits_and_attention(p, *data, heads=heads))
+    forward = _vmapped_forward(grid)
     generators = [torch.Generator().manual_seed(grid.seed(r, seed)) for r in range(len(grid))]
     language = LANGUAGES[grid.language]
     log = {name: torch.zeros(len(grid), epochs) for name in METRICS}
@@ -318,8 +329,7 @@ def evaluate(params: dict, grid: Grid, strings: list, dtype=torch.float32) -> di
     ``cross_entropy`` (bits per string), ``accuracy`` and ``attention_to_first``, each
     ``[models]``, averaged over the strings."""
     language = LANGUAGES[grid.language]
-    heads = HEADS[grid.language]
-    forward = torch.func.vmap(lambda p, *data: logits_and_attention(p, *data, heads=heads))
+    forward = _vmapped_forward(grid)
     device = next(iter(params.values())).device
     labels = torch.stack([language(w) for w in strings]).to(device)
     symbols, features, log_counts, scale = _batch(grid, strings, dtype, device)
