@@ -27,6 +27,15 @@ def check_nonnegative(value, name: str) -> float:
     return float(value)
 
 
+def check_positive(value, name: str) -> float:
+    """``value`` as a float ``> 0`` (an int or float; bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return float(value)
+
+
 def check_float_tensor(value, name: str, ranks: tuple[int, ...]) -> torch.Tensor:
     """``value`` as a floating-point tensor whose rank is one of ``ranks``."""
     if not isinstance(value, torch.Tensor):

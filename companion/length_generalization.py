@@ -29,8 +29,8 @@ from torch import nn
 from tqdm import tqdm
 
 from companion import runtime
-from companion._checks import check_choice, check_int
-from companion.training import VARIANTS, encoder_layer, stack_modules
+from companion._checks import check_choice, check_int, check_positive
+from companion.training import SCORE_BUDGET, VARIANTS, encoder_layer, stack_modules
 from companion.transformer import sinusoidal_position_embedding
 
 
@@ -119,34 +119,61 @@ def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, cls: int)
 
 @dataclass
 class Benchmark:
-    """The outcome for one task: ``accuracy[seed, variant, test length]`` on the test lengths,
-    and ``score[seed, variant]``, its mean over the test lengths."""
+    """The outcome for one task: ``accuracy[seed, variant, length]`` on ``lengths``, each entry
+    the fraction of that length's test strings classified correctly. ``score[seed, variant]``
+    is its mean over the lengths above ``max_train_length`` (the protocol's test score),
+    ``in_distribution[seed, variant]`` over the others."""
 
     task: str
     seeds: list
     variants: tuple
-    test_lengths: list
+    lengths: list
+    max_train_length: int
     accuracy: torch.Tensor
+
+    def _mean(self, longer: bool) -> torch.Tensor:
+        columns = [i for i, length in enumerate(self.lengths)
+                   if (length > self.max_train_length) == longer]
+        if not columns:
+            raise ValueError(f"no length is {'above' if longer else 'at most'} "
+                             f"max_train_length = {self.max_train_length}")
+        return self.accuracy[..., columns].mean(dim=-1)
+
+    @property
+    def chance(self) -> float:
+        """One over the number of classes: the expected accuracy of a uniformly random guess."""
+        return 1 / TASKS[self.task].classes
 
     @property
     def score(self) -> torch.Tensor:
-        return self.accuracy.mean(dim=-1)
+        return self._mean(longer=True)
+
+    @property
+    def in_distribution(self) -> torch.Tensor:
+        return self._mean(longer=False)
 
 
-def run(task: str, seeds, steps: int, batch: int, test_lengths, test_batch: int,
+def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
         max_train_length: int = 40, lr: float = 1e-3, d: int = 64, heads: int = 4,
         layers: int = 2, device=None, progress: bool = True) -> Benchmark:
     """Train one :class:`Classifier` per seed and variant on ``task`` for ``steps`` Adam steps
-    of ``batch`` strings, each step's length uniform in ``1..max_train_length``; then score each
-    on ``test_batch`` strings of every length in ``test_lengths``. Both variants of a seed start
-    from the same weights and see the same strings."""
+    of ``batch`` strings, each step's length uniform in ``1..max_train_length``; then test each
+    on ``test_batch`` fresh strings of every length in ``lengths`` (those above
+    ``max_train_length`` make the score, the others measure in-distribution accuracy). Both
+    variants of a seed start from the same weights and see the same strings."""
     check_choice(task, "task", tuple(TASKS))
-    seeds = list(seeds)
+    seeds, lengths = list(seeds), list(lengths)
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     for name, value in (("steps", steps), ("batch", batch), ("test_batch", test_batch),
-                        ("max_train_length", max_train_length)):
+                        ("max_train_length", max_train_length), ("d", d), ("heads", heads),
+                        ("layers", layers)):
         check_int(value, name, minimum=1)
+    for length in lengths:
+        check_int(length, "every length", minimum=1)
+    check_positive(lr, "lr")
+    if d % heads:
+        raise ValueError(f"d must be a multiple of heads, got d = {d} and heads = {heads}")
     device = runtime.device() if device is None else torch.device(device)
     models = [(seed, variant) for seed in seeds for variant in VARIANTS]
     params = stack_modules(lambda: Classifier(task, d, heads, layers),
@@ -156,7 +183,7 @@ def run(task: str, seeds, steps: int, batch: int, test_lengths, test_batch: int,
     forward = torch.func.vmap(
         lambda p, tokens, scale: classifier_logits(p, tokens, scale, heads, layers, cls))
     optimizer = torch.optim.Adam(params.values(), lr=lr)
-    lengths = torch.Generator().manual_seed(seeds[0])
+    draw_length = torch.Generator().manual_seed(seeds[0])
     data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}
 
     def batches(length, size):  # one batch per seed, shared by its variants: [models, B, L]
@@ -167,22 +194,26 @@ def run(task: str, seeds, steps: int, batch: int, test_lengths, test_batch: int,
         scale = torch.tensor([math.log(n) if s else 1.0 for s in scaled], device=device)
         return tokens, labels, scale
 
-    for _ in tqdm(range(steps), desc=f"{task}", disable=not progress, leave=False):
-        length = int(torch.randint(1, max_train_length + 1, (1,), generator=lengths))
+    for _ in tqdm(range(steps), desc=task, disable=not progress, leave=False):
+        length = int(torch.randint(1, max_train_length + 1, (1,), generator=draw_length))
         tokens, labels, scale = batches(length, batch)
         logits = forward(params, tokens, scale)
         loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="sum")
         optimizer.zero_grad()
         loss.backward()  # a sum over models: each model's gradient is its own loss's
         optimizer.step()
-    accuracy = torch.zeros(len(models), len(test_lengths))
+    correct = torch.zeros(len(models), len(lengths))
     with torch.no_grad():
-        for column, length in enumerate(test_lengths):
+        for column, length in enumerate(lengths):
             tokens, labels, scale = batches(length, test_batch)
-            correct = forward(params, tokens, scale).argmax(dim=-1) == labels
-            accuracy[:, column] = correct.double().mean(dim=1).cpu()
-    return Benchmark(task, seeds, VARIANTS, list(test_lengths),
-                     accuracy.reshape(len(seeds), len(VARIANTS), len(test_lengths)))
+            # strings in chunks, so that the attention logits held at once stay within budget
+            chunk = max(1, SCORE_BUDGET // (len(models) * heads * (length + 1) ** 2))
+            for start in range(0, test_batch, chunk):
+                part = slice(start, start + chunk)
+                predicted = forward(params, tokens[:, part], scale).argmax(dim=-1)
+                correct[:, column] += (predicted == labels[:, part]).sum(dim=1).cpu()
+    accuracy = (correct / test_batch).reshape(len(seeds), len(VARIANTS), len(lengths))
+    return Benchmark(task, seeds, VARIANTS, lengths, max_train_length, accuracy)
 
 
 def bootstrap_difference(before, after, samples: int = 1000,

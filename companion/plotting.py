@@ -322,3 +322,32 @@ def plot_training_curves(log, axes=None):
         axes[1][column].set_ylim(0.4, 1.02)
     axes[0][0].legend(frameon=False, fontsize="small")
     return axes
+
+
+def plot_length_generalization(benchmarks, axes=None):
+    """One panel per :class:`companion.length_generalization.Benchmark`: accuracy against test
+    length (log axis) for each variant, the mean over seeds with a band of one standard error;
+    a dotted line at chance, a dashed one at the longest training length. Returns the axes."""
+    if axes is None:
+        rows = (len(benchmarks) + 1) // 2
+        _, axes = plt.subplots(rows, 2, figsize=(8, 3.2 * rows), sharex=True, sharey=True,
+                               squeeze=False, layout="constrained")
+        axes = axes.flatten()[:len(benchmarks)]
+    for ax, result in zip(axes, benchmarks, strict=True):
+        for index, variant in enumerate(result.variants):
+            values = result.accuracy[:, index].double()
+            mean = values.mean(dim=0)
+            error = values.std(dim=0) / len(values) ** 0.5 if len(values) > 1 else 0 * mean
+            ax.semilogx(result.lengths, mean, ".-", color=f"C{index}", label=f"{variant}")
+            ax.fill_between(result.lengths, mean - error, mean + error, color=f"C{index}",
+                            alpha=0.2)
+        ax.axhline(result.chance, color="gray", linewidth=0.8, linestyle=":")
+        ax.axvline(result.max_train_length, color="gray", linewidth=0.8, linestyle="--")
+        ax.set_title(result.task.replace("_", " "))
+        ax.set_ylim(-0.02, 1.02)
+    for ax in axes[-2:]:
+        ax.set_xlabel("string length")
+    for ax in axes[::2]:
+        ax.set_ylabel("accuracy")
+    axes[0].legend(frameon=False, title="attention")
+    return axes

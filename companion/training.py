@@ -35,7 +35,7 @@ from torch import nn
 from tqdm import tqdm
 
 from companion import runtime
-from companion._checks import check_choice, check_int
+from companion._checks import check_choice, check_int, check_positive
 from companion.languages import first, parity, random_strings
 from companion.transformer import CLS
 
@@ -289,8 +289,7 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
         check_int(value, name, minimum=1)
     if test_length is not None:
         check_int(test_length, "test_length", minimum=1)
-    if not isinstance(lr, int | float) or isinstance(lr, bool) or not lr > 0:
-        raise ValueError(f"lr must be a number > 0, got {lr!r}")
+    check_positive(lr, "lr")
     device = runtime.device() if device is None else torch.device(device)
     params = stacked_parameters(grid, seed, dtype, device)
     optimizer = torch.optim.Adam(params.values(), lr=lr)

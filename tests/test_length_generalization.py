@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from companion import length_generalization
 from companion.length_generalization import (
     TASKS,
     Classifier,
@@ -58,12 +59,17 @@ def test_functional_classifier_matches_pytorch_encoder():
     assert not torch.allclose(scaled, ours)
 
 
-def test_run_shapes_and_paired_start():
-    result = run("even_pairs", seeds=[3, 4], steps=2, batch=4, test_lengths=[5, 7],
-                 test_batch=8, d=16, heads=2, layers=1, device="cpu", progress=False)
-    assert result.accuracy.shape == (2, 2, 2)
-    assert result.score.shape == (2, 2)
+def test_run_shapes_scores_and_chunked_testing(monkeypatch):
+    arguments = dict(seeds=[3, 4], steps=2, batch=4, lengths=[5, 7, 9], test_batch=8,
+                     max_train_length=6, d=16, heads=2, layers=1, device="cpu", progress=False)
+    result = run("even_pairs", **arguments)
+    assert result.accuracy.shape == (2, 2, 3)
     assert ((result.accuracy >= 0) & (result.accuracy <= 1)).all()
+    assert torch.equal(result.in_distribution, result.accuracy[..., 0])
+    assert torch.equal(result.score, result.accuracy[..., 1:].mean(dim=-1))
+    # testing one string at a time gives the same counts as testing all at once
+    monkeypatch.setattr(length_generalization, "SCORE_BUDGET", 1)
+    assert torch.equal(run("even_pairs", **arguments).accuracy, result.accuracy)
 
 
 def test_bootstrap_interval_contains_the_mean_and_is_a_point_for_constant_differences():
@@ -82,5 +88,12 @@ def test_bad_input():
         sample("parity_check", 2, 0, torch.Generator())
     with pytest.raises(ValueError, match="seeds must name at least one seed"):
         run("parity_check", [], 1, 1, [3], 1, progress=False)
+    with pytest.raises(ValueError, match="lr must be > 0"):
+        run("parity_check", [0], 1, 1, [3], 1, lr=-1.0, progress=False)
+    with pytest.raises(ValueError, match="d must be a multiple of heads"):
+        run("parity_check", [0], 1, 1, [3], 1, d=10, heads=4, progress=False)
+    with pytest.raises(ValueError, match="no length is above max_train_length"):
+        _ = run("parity_check", [0], 1, 1, [3], 1, d=8, heads=2, layers=1,
+                progress=False).score
     with pytest.raises(ValueError, match="equally long"):
         bootstrap_difference([1.0, 2.0], [1.0])

@@ -114,3 +114,18 @@ def test_training_curves_draw_each_length_mean_per_variant():
             expected = log.select("accuracy", m, variant).mean(dim=0)
             np.testing.assert_allclose(lines[f"trained on m = {m}"].get_ydata(), expected)
     assert "scaled" in axes[0][1].get_title()
+
+
+def test_length_generalization_draws_each_variants_mean_and_chance():
+    from companion.length_generalization import Benchmark
+
+    accuracy = torch.rand(3, 2, 4, generator=torch.Generator().manual_seed(0))
+    results = [Benchmark(task, [0, 1, 2], ("standard", "scaled"), [10, 40, 100, 500], 40,
+                         accuracy) for task in ("even_pairs", "cycle_navigation", "parity_check")]
+    axes = plotting.plot_length_generalization(results)
+    assert len(axes) == 3
+    lines = {line.get_label(): line for line in axes[1].get_lines()}
+    np.testing.assert_allclose(lines["scaled"].get_ydata(), accuracy[:, 1].mean(dim=0))
+    levels = [line.get_ydata()[0] for line in axes[1].get_lines() if line.get_linestyle() == ":"]
+    assert levels == [0.2]  # cycle navigation: five classes
+    assert axes[1].get_title() == "cycle navigation"

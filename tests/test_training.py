@@ -162,7 +162,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="variant must be one of"):
         Grid("first", (3,), runs=1, variants=("sqrt",))
     grid = Grid("first", (3,), runs=1)
-    with pytest.raises(ValueError, match="lr must be a number > 0"):
+    with pytest.raises(ValueError, match="lr must be > 0"):
         train(grid, epochs=1, lr=0.0, progress=False)
     with pytest.raises(ValueError, match="epochs must be >= 1"):
         train(grid, epochs=0, progress=False)
