@@ -48,6 +48,11 @@ class Circuit:
             if not 0 <= node < self.n_nodes:
                 raise ValueError(f"gate input {node} is not an existing node "
                                  f"(0..{self.n_nodes - 1}); a gate may read earlier nodes only")
+        if len(set(inputs)) != len(inputs):
+            repeated = sorted({node for node in inputs if inputs.count(node) > 1})
+            raise ValueError(f"gate inputs {repeated} appear more than once; a circuit is a "
+                             "graph, so a gate reads each node at most once (to count a value "
+                             "twice, give it a second node)")
         self.gates.append((kind, tuple(inputs)))
         return self.n_nodes - 1
 
@@ -195,16 +200,18 @@ def parity_dnf(n: int) -> Circuit:
 
 
 def _at_least(circuit: Circuit, inputs: Sequence[int], k: int) -> int:
-    """One MAJORITY gate computing ``[at least k of inputs are 1]``, padded with constants."""
+    """One MAJORITY gate computing ``[at least k of inputs are 1]``, padded with ``|n - 2k|``
+    constant nodes of its own (a gate reads each node once, so each constant is a new node)."""
     n = len(inputs)
-    ones = [circuit.gate("AND")] * max(0, n - 2 * k)  # AND() is the constant 1
-    zeros = [circuit.gate("OR")] * max(0, 2 * k - n)  # OR() is the constant 0
+    ones = [circuit.gate("AND") for _ in range(n - 2 * k)]  # AND() is the constant 1
+    zeros = [circuit.gate("OR") for _ in range(2 * k - n)]  # OR() is the constant 0
     return circuit.gate("MAJORITY", *inputs, *ones, *zeros)
 
 
 def parity_threshold(n: int) -> Circuit:
     """PARITY of ``n`` bits in constant depth with MAJORITY gates: ``[count = j]`` is
-    ``[count >= j] AND NOT [count >= j + 1]``, and PARITY is the OR over odd ``j``."""
+    ``[count >= j] AND NOT [count >= j + 1]``, and PARITY is the OR over odd ``j``. Depth 4;
+    size quadratic in ``n``, mostly the constants that pad the MAJORITY gates."""
     circuit = Circuit(check_int(n, "n", minimum=0))
     inputs = list(range(n))
     exactly = [circuit.gate("AND", _at_least(circuit, inputs, j),

@@ -164,9 +164,52 @@ def _truth(op: str, operands: list[bool]) -> bool:
 
 
 def bfvp_value(formula: str) -> bool:
-    """The truth value of a Boolean formula in 004's BFVP grammar (see :func:`parse_formula`,
+    """The truth value of a Boolean formula of BFVP (see :func:`parse_formula`,
     which also describes the errors)."""
     return parse_formula(formula, leaf=lambda bit: bit, combine=_truth)
+
+
+# The BFVP grammar of [chiang2024esslli] §5.2: F1 derives the true formulas, F0 the false ones.
+# Each right-hand side is a connective and the nonterminals of its operands.
+BFVP_GRAMMAR = {
+    "F1": [("and", ("F1", "F1")), ("or", ("F0", "F1")), ("or", ("F1", "F0")),
+           ("or", ("F1", "F1")), ("not", ("F0",))],
+    "F0": [("and", ("F0", "F0")), ("and", ("F0", "F1")), ("and", ("F1", "F0")),
+           ("or", ("F0", "F0")), ("not", ("F1",))],
+}
+# As printed, with F0 -> (F1 ∨ F1) where (F0 ∨ F0) is meant: an erratum.
+BFVP_GRAMMAR_AS_PRINTED = {
+    "F1": BFVP_GRAMMAR["F1"],
+    "F0": [("and", ("F0", "F0")), ("and", ("F0", "F1")), ("and", ("F1", "F0")),
+           ("or", ("F1", "F1")), ("not", ("F1",))],
+}
+
+
+def derivable_from(formula: str, grammar: dict = BFVP_GRAMMAR) -> frozenset:
+    """The nonterminals of ``grammar`` (``BFVP_GRAMMAR`` or ``BFVP_GRAMMAR_AS_PRINTED``) that
+    derive ``formula``: the constant 1 comes from ``F1``, 0 from ``F0``, and a parenthesized
+    formula from every nonterminal with a rule whose operands derive its parts. A formula is in
+    the grammar's language iff ``"F1"`` is in the set. Fully parenthesized formulas have one
+    parse, so the sets are computed bottom-up along it."""
+    def combine(op, operands):
+        return frozenset(head for head, rules in grammar.items()
+                         for connective, parts in rules if connective == op
+                         and all(part in found for part, found in zip(parts, operands,
+                                                                       strict=True)))
+
+    return parse_formula(formula, leaf=lambda bit: frozenset({"F1" if bit else "F0"}),
+                         combine=combine)
+
+
+def all_formulas(depth: int) -> list[str]:
+    """Every BFVP formula (``∧ ∨ ¬``) whose parentheses nest at most ``depth`` deep: 2, 12 and
+    302 of them for depths 0, 1 and 2."""
+    check_int(depth, "depth", minimum=0, maximum=3)
+    formulas = ["0", "1"]
+    for _ in range(depth):
+        formulas = (["0", "1"] + [f"(¬{a})" for a in formulas]
+                    + [f"({a}{op}{b})" for op in "∧∨" for a in formulas for b in formulas])
+    return formulas
 
 
 def random_formula(depth: int, generator: torch.Generator | None = None) -> str:

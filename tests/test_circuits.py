@@ -55,6 +55,11 @@ def test_depth_and_size_growth():
         assert circuits.parity_threshold(n).depth == 4
         assert not circuits.parity_threshold(n).obeys("AC")
     assert circuits.parity_dnf(8).fan_in()["AND"] == {"gates": 2**7, "max fan-in": 8}
+    for n in (1, 2, 7, 12, 33):
+        # inputs, the OR, and for each odd j: two MAJORITY gates, a NOT, an AND, and the
+        # |n - 2k| constants that pad "at least k" for k = j and j + 1
+        padding = sum(abs(n - 2 * j) + abs(n - 2 * j - 2) for j in range(1, n + 1, 2))
+        assert circuits.parity_threshold(n).size == n + 1 + 4 * ((n + 1) // 2) + padding
     assert circuits.parity_dnf(8).obeys("AC") and not circuits.parity_dnf(8).obeys("NC")
     depths = [circuits.majority_fan_in_2(4**j).depth for j in range(1, 6)]
     steps = [b - a for a, b in zip(depths, depths[1:], strict=False)]
@@ -85,6 +90,8 @@ def test_bad_circuits_and_inputs_are_refused():
         circuit.gate("AND", 0, 5)
     with pytest.raises(ValueError, match="kind"):
         circuit.gate("XOR", 0, 1)
+    with pytest.raises(ValueError, match=r"gate inputs \[0\] appear more than once"):
+        circuit.gate("MAJORITY", 0, 0, 1)
     with pytest.raises(ValueError, match="no output"):
         circuit.evaluate("01")
     circuit.set_output(circuit.gate("AND", 0, 1))

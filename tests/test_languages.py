@@ -67,3 +67,33 @@ def test_bad_sizes_are_refused():
         languages.all_strings(30)
     with pytest.raises(ValueError, match="m must be >= 0"):
         languages.all_strings(-1)
+
+
+def python_truth(formula):
+    """A formula's value by Python's own not/and/or on the written formula."""
+    text = formula.replace("¬", " not ").replace("∧", " and ").replace("∨", " or ")
+    return bool(eval(text))  # noqa: S307 -- 0, 1, parentheses and connectives only
+
+
+def test_all_formulas_counts_follow_the_recursion():
+    count = 2
+    for depth in range(3):
+        formulas = languages.all_formulas(depth)
+        assert len(formulas) == len(set(formulas)) == count
+        count = 2 + count + 2 * count**2  # constants, negations, two binary connectives
+
+
+def test_corrected_bfvp_grammar_derives_exactly_the_true_formulas():
+    for formula in languages.all_formulas(2):
+        found = languages.derivable_from(formula)
+        assert found == {"F1" if python_truth(formula) else "F0"}, formula
+
+
+def test_printed_bfvp_grammar_is_wrong_on_disjunctions_of_false_formulas():
+    printed = languages.BFVP_GRAMMAR_AS_PRINTED
+    assert languages.derivable_from("(0∨0)", printed) == frozenset()  # true of nothing
+    assert languages.derivable_from("(1∨1)", printed) == {"F0", "F1"}
+    assert "F1" in languages.derivable_from("(¬(1∨1))", printed)  # accepted, but false
+    wrong = [f for f in languages.all_formulas(2)
+             if ("F1" in languages.derivable_from(f, printed)) != python_truth(f)]
+    assert wrong and all("∨" in f for f in wrong)
