@@ -1,6 +1,6 @@
 """companion.recall: the task's sentences against Definition 2.1, the batched model against a
 dense implementation of eq. (1) and PyTorch's scaled_dot_product_attention, and the training
-results that the paper proves (Lemma 3.1, Theorems 3.2 and 3.4, Lemma 5.1)."""
+results that the paper proves (Lemma 3.1, Theorems 3.2 and 3.4, Lemmas 5.1 and 5.2)."""
 
 import math
 
@@ -309,7 +309,7 @@ def test_losses_match_cross_entropy_and_expected_loss_is_bayes_plus_kl(alpha):
         models.losses(torch.arange(10).expand(2, 10))  # the last word occurs once
 
 
-def test_lemma_5_1_expected_loss_is_the_bayes_loss():
+def test_lemma_5_2_expected_loss_is_the_bayes_loss():
     task = RecallTask(**SMALL, alpha=0.3)
     tokens, _ = task.sample(100, torch.Generator().manual_seed(5))
     models = RecallModels(task, "Reparam-Softmax", fixed_gamma=math.log(0.3 / 0.7),
