@@ -196,7 +196,8 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
     """Loss curves of several models, as in Figure 1 of the in-context recall paper:
     ``losses: [records, K]`` (nats) at ``steps``, model ``k`` called ``names[k]``. Models with
     the same name (several seeds) are drawn as their mean with a band from min to max. The
-    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale. ``styles``
+    y-axis shows the loss above ``target`` (0, or the Bayes loss) on a log scale, where values
+    below ``1e-8`` (float64 rounding, in practice) are drawn at ``1e-8``. ``styles``
     maps names to line properties (``{"color": "C0", "linestyle": "--"}``), so that one model
     looks the same in every panel."""
     ax = _axes(ax)
@@ -213,7 +214,7 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss - Bayes loss (nats)" if target else "loss (nats)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize="small")
     if title:
         ax.set_title(title)
     return ax
