@@ -25,14 +25,13 @@ book: $(READY)
 		exit 1; fi
 	@echo "Open _build/html/index.html"
 
-## test: lint; unit tests; every chapter under nbval (quick profile), with the book's seed and
-## again with one of make robust's seeds on one thread; the slow whole-book checks last (HTML
-## build, each chapter's editions graded). pytest prints each part's time.
+## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
+## seeds on one thread; the slow whole-book checks last (every chapter executed with the book's
+## seed and the HTML built from it, each chapter's editions graded). pytest prints their times.
 test: $(READY)
 	$(BIN)/ruff check companion tests benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow"
-	BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
-	BOOK_SEED=1 OMP_NUM_THREADS=1 BOOK_SCALE=quick $(BIN)/python -m pytest book -q
+	BOOK_SEED=1 OMP_NUM_THREADS=1 BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow --durations=3
 
 ## full: every notebook under nbval at the papers' scale (meant for a GPU)
