@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: book test full robust assignments bench clean
+.PHONY: book test chromium pdf full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,11 +28,28 @@ book: $(READY)
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
 ## seeds on one thread; the slow whole-book checks last (every chapter executed with the book's
 ## seed and the HTML built from it, each chapter's editions graded). pytest prints their times.
-test: $(READY)
-	$(BIN)/ruff check companion tests benchmarks
+test: $(READY) chromium
+	$(BIN)/ruff check companion tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow"
 	BOOK_SEED=1 OMP_NUM_THREADS=1 BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow --durations=3
+
+## chromium: Debian's browser, for the browser check of the built book (installed when missing;
+## Playwright drives this one and never downloads a browser of its own)
+chromium:
+	@command -v chromium >/dev/null || { \
+		echo "installing Debian's chromium for the browser check"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+
+## pdf: the whole book as one PDF, _build/book.pdf: the executed chapters built as a single
+## HTML page (cached execution, as make book), printed by headless Chromium once MathJax has
+## typeset the math; the first pages are rendered to PNG under _build/pdf-pages/ to look at
+pdf: $(READY) chromium
+	$(BIN)/jupyter-book build --builder singlehtml --warningiserror --nitpick --keep-going .
+	$(BIN)/python tools/pdf.py _build/singlehtml/index.html _build/book.pdf _build/pdf-pages
+	@echo "Open _build/book.pdf"
 
 ## full: every notebook under nbval at the papers' scale (meant for a GPU)
 full: $(READY)

@@ -85,11 +85,13 @@ def self_attention(
     kind: str = "softmax",
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Single-head self-attention in the row convention of [selfattention2025chapter] §9.2.
+    """Single-head self-attention in the row convention of
+    [selfattention2025chapter] §9.2.
 
-    ``X: [n, d]`` or ``[B, n, d]``; ``W_Q, W_K: [d, d_k]``; ``W_V: [d, d_v]``. Computes
-    ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V``, scores ``S = scale * Q K^T`` (``scale`` defaults
-    to ``1 / sqrt(d_k)``), weights ``A = attention_weights(S, kind, mask)`` and ``O = A V``.
+    ``X: [n, d]`` or ``[B, n, d]``; ``W_Q, W_K: [d, d_k]``; ``W_V: [d, d_v]``.
+    Computes ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V``, the scores
+    ``S = scale * Q K^T`` (``scale`` defaults to ``1 / sqrt(d_k)``), the
+    weights ``A = attention_weights(S, kind, mask)`` and ``O = A V``.
     Returns ``(O, A)`` with ``O: [..., n, d_v]`` and ``A: [..., n, n]``.
     """
     check_float_tensor(X, "X", ranks=(2, 3))
@@ -97,17 +99,19 @@ def self_attention(
     for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
         check_float_tensor(W, name, ranks=(2,))
         if W.shape[0] != d:
-            raise ValueError(f"{name} must have shape [d, ·] with d = {d} (X's last dim), "
-                             f"got {tuple(W.shape)}")
+            raise ValueError(f"{name} must have shape [d, ·] with d = {d} "
+                             f"(X's last dim), got {tuple(W.shape)}")
         if W.dtype != X.dtype:
-            raise TypeError(f"{name} has dtype {W.dtype} but X has {X.dtype}; use one dtype")
+            raise TypeError(f"{name} has dtype {W.dtype} but X has "
+                            f"{X.dtype}; use one dtype")
     if W_Q.shape[1] != W_K.shape[1]:
-        raise ValueError(f"W_Q and W_K must have the same number of columns d_k, "
-                         f"got {W_Q.shape[1]} and {W_K.shape[1]}")
+        raise ValueError("W_Q and W_K must have the same number of columns "
+                         f"d_k, got {W_Q.shape[1]} and {W_K.shape[1]}")
     if scale is None:
         scale = 1.0 / math.sqrt(W_Q.shape[1])
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V
-    A = attention_weights(scale * (Q @ K.transpose(-2, -1)), kind=kind, mask=mask)
+    S = scale * (Q @ K.transpose(-2, -1))
+    A = attention_weights(S, kind=kind, mask=mask)
     return A @ V, A
 
 

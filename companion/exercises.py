@@ -8,6 +8,7 @@ exercise asks for something true at every length, the check proves it: the atten
 of [chiang2024esslli] §5 are decided exactly, in rational arithmetic, for every length at once.
 """
 
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -25,7 +26,9 @@ class Feedback:
         return self.passed
 
     def __str__(self) -> str:
-        return ("PASSED: " if self.passed else "FAILED: ") + self.message
+        """The verdict and the message, wrapped at 76 characters to fit a page."""
+        verdict = ("PASSED: " if self.passed else "FAILED: ") + self.message
+        return "\n".join(textwrap.wrap(verdict, 76, subsequent_indent="  "))
 
 
 def previous_position_inputs(x: torch.Tensor) -> torch.Tensor:

@@ -91,11 +91,15 @@ def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None)
 
 def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     """Accuracy against string length ``m`` (log axis), one curve per label; ``curves`` maps a
-    label to ``{m: accuracy}``."""
+    label to ``{m: accuracy}``. Curves that coincide stay visible: each later one is drawn
+    thinner, dashed differently and with smaller markers, on top of the earlier ones."""
     ax = _axes(ax, size=(5.5, 3.5))
-    for label, accuracy in curves.items():
+    styles = [("-", "o", 3.5, 6), ("--", "s", 2.2, 4), (":", "^", 1.4, 3), ("-.", "v", 1, 2)]
+    for (label, accuracy), (line, marker, width, size) in zip(
+            curves.items(), styles * len(curves), strict=False):
         lengths = sorted(accuracy)
-        ax.semilogx(lengths, [accuracy[m] for m in lengths], ".-", label=label)
+        ax.semilogx(lengths, [accuracy[m] for m in lengths], linestyle=line, marker=marker,
+                    linewidth=width, markersize=size, label=label)
     ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
     ax.set_xlabel("string length m")
     ax.set_ylabel("accuracy")

@@ -14,6 +14,7 @@ Two environment variables steer every chapter:
 import os
 import platform
 import random
+import textwrap
 
 import numpy as np
 import torch
@@ -52,6 +53,17 @@ def describe_device(where: torch.device | None = None) -> str:
     except OSError:
         pass
     return f"{where.type} ({model}, {torch.get_num_threads()} threads)"
+
+
+def describe_profile(sizes: dict, where: torch.device | None = None) -> str:
+    """The scale profile, the device and a chapter's sizes (``{name: value}``) for printing,
+    one ``name=value`` pair after another, wrapped at 79 characters to fit a page."""
+    if not isinstance(sizes, dict):
+        raise TypeError(f"sizes must be a dict of name -> size, got {type(sizes).__name__}")
+    pairs = ", ".join(f"{name}={value}" for name, value in sizes.items())
+    head = f"profile {scale()} on {describe_device(where)}"
+    return head + "\n" + textwrap.fill(pairs, 79, initial_indent="  ",
+                                       subsequent_indent="  ", break_long_words=False)
 
 
 def scale() -> str:

@@ -80,25 +80,30 @@ def token_types(language: str, w: torch.Tensor):
 
 
 class Recognizer(nn.Module):
-    """One model of the experiment in plain PyTorch: ``forward(w)`` gives the logits ``[B]`` of
-    the strings ``w: LongTensor[B, m]`` with standard attention, one position per symbol. Its
-    parameters, created by PyTorch's default initialization, are the ones :func:`train`
-    stacks."""
+    """One model of the experiment in plain PyTorch: ``forward(w)`` gives the
+    logits ``[B]`` of the strings ``w: LongTensor[B, m]`` with standard
+    attention, one position per symbol. Its parameters, created by PyTorch's
+    default initialization, are the ones :func:`train` stacks."""
 
-    def __init__(self, language: str, d: int = 16, d_ff: int = 64, eps: float = 1e-5):
+    def __init__(self, language: str, d: int = 16, d_ff: int = 64,
+                 eps: float = 1e-5):
         super().__init__()
         check_choice(language, "language", tuple(LANGUAGES))
         self.language = language
         self.embedding = nn.Embedding(3, d)  # symbols 0, 1, CLS
-        self.position = nn.Linear(position_features(language, 2).shape[1], d)
-        layer = nn.TransformerEncoderLayer(d, HEADS[language], d_ff, dropout=0.0,
-                                           batch_first=True, layer_norm_eps=eps)
-        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        n_features = position_features(language, 2).shape[1]
+        self.position = nn.Linear(n_features, d)
+        layer = nn.TransformerEncoderLayer(
+            d, HEADS[language], d_ff, dropout=0.0, batch_first=True,
+            layer_norm_eps=eps)
+        self.encoder = nn.TransformerEncoder(layer, 2,
+                                             enable_nested_tensor=False)
         self.output = nn.Linear(d, 1)
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
         symbols = torch.cat([torch.full((w.shape[0], 1), CLS), w], dim=1)
-        features = position_features(self.language, symbols.shape[1]).to(self.output.weight)
+        features = position_features(self.language, symbols.shape[1])
+        features = features.to(self.output.weight)
         x = self.embedding(symbols) + self.position(features)
         return self.output(self.encoder(x)[:, 0]).squeeze(-1)
 

@@ -70,3 +70,18 @@ def test_book_seed_shifts_every_seed_and_keeps_them_distinct(monkeypatch):
 def test_describe_device_names_the_kind_of_device():
     text = runtime.describe_device(torch.device("cpu"))
     assert text.startswith("cpu (") and "threads" in text
+
+
+def test_describe_profile_fits_the_page_and_names_every_size():
+    sizes = {f"size_{i}": 10**i for i in range(12)}
+    text = runtime.describe_profile(sizes, torch.device("cpu"))
+    lines = text.splitlines()
+    assert lines[0].startswith(f"profile {runtime.scale()} on cpu")
+    assert all(len(line) <= 79 for line in lines[1:])
+    for name, value in sizes.items():
+        assert f"{name}={value}," in " ".join(lines[1:]) + ","
+
+
+def test_describe_profile_refuses_a_non_dict():
+    with pytest.raises(TypeError, match="sizes must be a dict"):
+        runtime.describe_profile([("batch", 10)])
