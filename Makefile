@@ -43,13 +43,11 @@ chromium:
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
-## pdf: the whole book as one PDF, _build/book.pdf: the executed chapters built as a single
-## HTML page (cached execution, as make book), printed by headless Chromium once MathJax has
-## typeset the math; the first pages are rendered to PNG under _build/pdf-pages/ to look at
-pdf: $(READY) chromium
-	$(BIN)/jupyter-book build --builder singlehtml --warningiserror --nitpick --keep-going .
-	$(BIN)/python tools/pdf.py _build/singlehtml/index.html _build/book.pdf _build/pdf-pages
-	@echo "Open _build/book.pdf"
+## pdf: the whole book as one PDF, _build/book.pdf: every page of make book's HTML printed by
+## headless Chromium once MathJax has typeset it, in the table of contents' order; the first
+## pages are rendered to PNG under _build/pdf-pages/ to look at
+pdf: book chromium
+	$(BIN)/python tools/pdf.py _build/html _build/book.pdf _build/pdf-pages
 
 ## full: every notebook under nbval at the papers' scale (meant for a GPU)
 full: $(READY)

@@ -162,3 +162,20 @@ def test_every_page_reads_well_in_a_browser(built_book):
         if found:
             problems[report.path] = found
     assert not problems, json.dumps(problems, indent=1)
+
+
+@pytest.mark.slow  # prints every page of the built book with headless Chromium
+def test_the_book_prints_to_one_pdf(built_book, tmp_path):
+    """make pdf's printer: every page in the table of contents' order, math typeset (it
+    refuses a page with untypeset math), and a first page that is not blank."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from pdf import print_book, render_pages, toc_pages
+
+    returncode, log, html = built_book
+    assert returncode == 0, log
+    count = print_book(html, tmp_path / "book.pdf")
+    assert count > 2 * len(toc_pages())
+    [first] = render_pages(tmp_path / "book.pdf", tmp_path, count=1)
+    from PIL import Image
+    darkest, lightest = Image.open(first).convert("L").getextrema()
+    assert darkest < 64 and lightest > 192, "the first page has text on a light background"
