@@ -1,6 +1,8 @@
 """The book's figures. Each function draws on a new figure (or on ``ax`` when given) and returns
 the ``matplotlib.axes.Axes`` it drew on, so a chapter can add to it or save it."""
 
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -96,7 +98,7 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     ax = _axes(ax, size=(5.5, 3.5))
     styles = [("-", "o", 3.5, 6), ("--", "s", 2.2, 4), (":", "^", 1.4, 3), ("-.", "v", 1, 2)]
     for (label, accuracy), (line, marker, width, size) in zip(
-            curves.items(), styles * len(curves), strict=False):
+            curves.items(), itertools.cycle(styles)):
         lengths = sorted(accuracy)
         ax.semilogx(lengths, [accuracy[m] for m in lengths], linestyle=line, marker=marker,
                     linewidth=width, markersize=size, label=label)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from toc import toc_files  # tools/, on pytest's pythonpath
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -24,14 +25,6 @@ def cells(notebook: Path) -> list[dict]:
 
 def markdown(notebook: Path) -> str:
     return "\n".join("".join(c["source"]) for c in cells(notebook) if c["cell_type"] == "markdown")
-
-
-def toc_files() -> set[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = {toc["root"]}
-    for part in toc["parts"]:
-        files.update(chapter["file"] for chapter in part["chapters"])
-    return files
 
 
 def test_there_are_chapters():
@@ -141,7 +134,6 @@ def test_every_page_reads_well_in_a_browser(built_book):
     typeset, every image loaded, every internal link and anchor found, nothing wider than the
     text column, no error output, no serious accessibility violation. The first screen of
     each page is saved under _build/screens/ to be looked at."""
-    sys.path.insert(0, str(ROOT / "tools"))
     from browser import check_book  # needs playwright, which only the slow checks use
 
     returncode, log, html = built_book
@@ -168,13 +160,12 @@ def test_every_page_reads_well_in_a_browser(built_book):
 def test_the_book_prints_to_one_pdf(built_book, tmp_path):
     """make pdf's printer: every page in the table of contents' order, math typeset (it
     refuses a page with untypeset math), and a first page that is not blank."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    from pdf import print_book, render_pages, toc_pages
+    from pdf import print_book, render_pages
 
     returncode, log, html = built_book
     assert returncode == 0, log
     count = print_book(html, tmp_path / "book.pdf")
-    assert count > 2 * len(toc_pages())
+    assert count > 2 * len(toc_files())
     [first] = render_pages(tmp_path / "book.pdf", tmp_path, count=1)
     from PIL import Image
     darkest, lightest = Image.open(first).convert("L").getextrema()

@@ -12,21 +12,12 @@ import sys
 from pathlib import Path
 
 import pypdfium2
-import yaml
-from browser import CHROMIUM_ARGS, chromium
+from browser import CHROMIUM_ARGS, PAGE_SCRIPT, chromium
 from playwright.sync_api import sync_playwright
+from toc import toc_files
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES_TO_RENDER = 4
 MARGINS = {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"}
-
-
-def toc_pages() -> list[str]:
-    """The book's pages in reading order, as paths relative to the HTML folder."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]] + [chapter["file"] for part in toc["parts"]
-                             for chapter in part["chapters"]]
-    return [f"{name}.html" for name in files]
 
 
 def print_book(html: Path, pdf: Path) -> int:
@@ -38,14 +29,11 @@ def print_book(html: Path, pdf: Path) -> int:
         page.route("**/*", lambda route: route.continue_()
                    if route.request.url.startswith("file://") else route.abort())
         page.emulate_media(media="print")
-        for name in toc_pages():
-            page.goto((html / name).resolve().as_uri(), wait_until="load")
-            untypeset = page.evaluate("""async () => {
-                if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
-                return [...document.querySelectorAll('span.math, div.math')]
-                    .filter(el => !el.querySelector('mjx-container')).length; }""")
+        for name in toc_files():
+            page.goto((html / f"{name}.html").resolve().as_uri(), wait_until="load")
+            untypeset = page.evaluate(PAGE_SCRIPT)["untypeset"]
             if untypeset:
-                raise RuntimeError(f"{name}: {untypeset} math spans were not typeset")
+                raise RuntimeError(f"{name}: math not typeset: {untypeset[:3]}")
             printed = pypdfium2.PdfDocument(page.pdf(format="A4", margin=MARGINS,
                                                      print_background=True))
             book.import_pages(printed)
