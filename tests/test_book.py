@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from toc import toc_files  # tools/, on pytest's pythonpath
+from bibstyle import author_year_label  # tools/, on pytest's pythonpath
+from pybtex.database import parse_file
+from toc import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -49,7 +51,8 @@ def test_chapter_contract(notebook):
     assert len(exercises) >= 3, "at least three exercises"
     solved = set(re.findall(r"```\{solution(?:-start)?\} ([\w-]+)", text))
     assert set(exercises) <= solved, f"exercises without a solution: {set(exercises) - solved}"
-    assert "{footcite" in text and "```{footbibliography}" in text, "cites and lists references"
+    assert re.search(r"\{cite:[pt]\}`", text), "cites its sources by key"
+    assert "```{bibliography}\n:filter: docname in docnames\n```" in text, "lists its references"
     graded = json.loads(notebook.read_text())["metadata"].get("exercises", {})
     assert set(graded) == set(exercises), "every exercise has its points in the metadata"
     for label in exercises:
@@ -170,3 +173,16 @@ def test_the_book_prints_to_one_pdf(built_book, tmp_path):
     from PIL import Image
     darkest, lightest = Image.open(first).convert("L").getextrema()
     assert darkest < 64 and lightest > 192, "the first page has text on a light background"
+
+
+def test_one_author_year_citation_style():
+    pages = [*NOTEBOOKS, *(ROOT / "book").glob("*.md")]
+    for page in pages:
+        text = page.read_text()
+        assert "{footcite" not in text and "{cite}`" not in text, f"{page.name}: cite:t or cite:p"
+    entries = parse_file(ROOT / "book" / "references.bib").entries
+    labels = [author_year_label(entry) for entry in entries.values()]
+    assert len(set(labels)) == len(labels), "two works would share a citation label"
+    assert author_year_label(entries["hahn2020theoretical"]) == "Hahn, 2020"
+    assert author_year_label(entries["chiang2022overcoming"]) == "Chiang and Cholak, 2022"
+    assert author_year_label(entries["deletang2023chomsky"]) == "Delétang et al., 2023"
