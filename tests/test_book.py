@@ -53,6 +53,7 @@ def test_chapter_contract(notebook):
     assert set(exercises) <= solved, f"exercises without a solution: {set(exercises) - solved}"
     assert re.search(r"\{cite:[pt]\}`", text), "cites its sources by key"
     assert "```{bibliography}\n:filter: docname in docnames\n```" in text, "lists its references"
+    assert text.count("```{index} ") >= 3, "its main terms are in the book's index"
     graded = json.loads(notebook.read_text())["metadata"].get("exercises", {})
     assert set(graded) == set(exercises), "every exercise has its points in the metadata"
     for label in exercises:
