@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
+# the course tooling's own dependencies (course/requirements.txt), on top of the book's
+COURSE_READY := $(VENV)/.course-ready
 
 .PHONY: book test chromium pdf full robust assignments bench clean
 
@@ -11,6 +13,10 @@ $(READY): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(READY)
+
+$(COURSE_READY): $(READY) course/requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r course/requirements.txt
+	touch $(COURSE_READY)
 
 ## book: execute every notebook (cached) and build the HTML book into _build/html
 # --all re-reads every page, so a chapter that failed before fails again (a failed notebook is
@@ -28,8 +34,8 @@ book: $(READY)
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
 ## seeds on one thread; the slow whole-book checks last (every chapter executed with the book's
 ## seed and the HTML built from it, each chapter's editions graded). pytest prints their times.
-test: $(READY) chromium
-	$(BIN)/ruff check companion tests tools benchmarks
+test: $(COURSE_READY) chromium
+	$(BIN)/ruff check companion course tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow"
 	BOOK_SEED=1 OMP_NUM_THREADS=1 BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow --durations=3
@@ -63,8 +69,8 @@ robust: $(READY)
 	done
 
 ## assignments: student (solutions removed) and instructor editions in _build/assignments
-assignments: $(READY)
-	$(BIN)/python -m companion.assignments book/*.ipynb --out _build/assignments
+assignments: $(COURSE_READY)
+	$(BIN)/python -m course.assignments book/*.ipynb --out _build/assignments
 
 ## bench: the timings and memory figures that matter (never asserted in unit tests)
 bench: $(READY)

@@ -10,9 +10,9 @@ Conventions used throughout (each module's docstrings repeat the ones that matte
   :mod:`companion.constructions` use the papers' column convention (``q = W^Q a``).
 
 Every module is part of the public API. :mod:`companion.plotting` and :mod:`companion.tables` are
-loaded on first use, so that ``import companion`` does not pay for matplotlib and pandas; the
-course tools :mod:`companion.assignments` and :mod:`companion.grade` are command-line programs
-(``python -m companion.assignments``), not imported here, because they need nbconvert.
+loaded on first use, so that ``import companion`` does not pay for matplotlib and pandas. The
+course tooling (student editions, the autograder) is a separate package, ``course``, next to
+this one.
 """
 
 import importlib

@@ -104,6 +104,9 @@ def built_book(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"]["execute_notebooks"] = "force"
+    # local extensions are found relative to the configuration file, which moves here
+    config["sphinx"]["local_extensions"] = {
+        name: str(ROOT / path) for name, path in config["sphinx"]["local_extensions"].items()}
     config_file = out / "_config.yml"
     config_file.write_text(yaml.safe_dump(config))
     jupyter_book = Path(sys.executable).with_name("jupyter-book")

@@ -1,6 +1,7 @@
-"""Student and instructor editions (companion.assignments) and the autograder (companion.grade),
+"""Student and instructor editions (course.assignments) and the autograder (course.grade),
 on every chapter of the book and on small notebooks made here."""
 
+import csv
 import json
 import subprocess
 import sys
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from companion.assignments import (
+from course.assignments import (
     ANSWER,
     CHECK,
     SOLUTION,
@@ -21,7 +22,7 @@ from companion.assignments import (
     tagged,
     write_editions,
 )
-from companion.grade import grade, table
+from course.grade import grade, grade_batch, sandbox_prefix, table, write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -140,7 +141,7 @@ def test_a_missing_check_and_a_dead_kernel_are_reported(tmp_path):
     ], {"ex-a": 1, "ex-b": 1})
     a, b = grade(path, timeout=20)
     assert a.score == 0 and "no check cell" in a.message
-    assert b.score == 0 and "kernel died" in b.message
+    assert b.score == 0 and "exited with status 1" in b.message
 
 
 def test_bad_input_is_refused(tmp_path):
@@ -151,6 +152,11 @@ def test_bad_input_is_refused(tmp_path):
         grade(empty)
     with pytest.raises(ValueError, match="timeout"):
         grade(empty, timeout=0)
+    with pytest.raises(ValueError, match="memory_gb"):
+        grade(empty, memory_gb=-1)
+    (tmp_path / "text.ipynb").write_text("not a notebook")
+    with pytest.raises(ValueError, match="not a Jupyter notebook"):
+        grade(tmp_path / "text.ipynb")
     bad = small_notebook(tmp_path / "bad.ipynb", [code("x = 1")], {"ex-a": "ten"})
     with pytest.raises(ValueError, match="exercises"):
         grade(bad)
@@ -158,14 +164,105 @@ def test_bad_input_is_refused(tmp_path):
 
 def test_command_lines(tmp_path):
     out = tmp_path / "assignments"
-    subprocess.run([sys.executable, "-m", "companion.assignments",
-                    str(ROOT / "book" / "circuits.ipynb"), "--out", str(out)], check=True)
+    subprocess.run([sys.executable, "-m", "course.assignments",
+                    str(ROOT / "book" / "circuits.ipynb"), "--out", str(out)], check=True,
+                   cwd=ROOT)
     assert (out / "student" / "circuits.ipynb").exists()
     assert (out / "instructor" / "circuits.ipynb").exists()
     notebook = small_notebook(tmp_path / "one.ipynb", [
         code("x = 2", ANSWER, "ex-a"), code("assert x == 2, 'x'", CHECK, "ex-a")], {"ex-a": 3})
-    result = subprocess.run([sys.executable, "-m", "companion.grade", str(notebook), "--json"],
-                            check=True, capture_output=True, text=True)
-    (report,) = json.loads(result.stdout)
+    result = subprocess.run([sys.executable, "-m", "course.grade", str(notebook), "--json"],
+                            check=True, capture_output=True, text=True, cwd=ROOT)
+    (report,) = map(json.loads, result.stdout.splitlines())
     assert (report["score"], report["max_score"]) == (3, 3)
     assert report["exercises"][0]["label"] == "ex-a"
+
+
+def test_a_batch_goes_on_past_broken_notebooks_and_exports_a_csv(tmp_path):
+    check = "assert x == 2, 'x should be 2'"
+    reference = small_notebook(tmp_path / "reference.ipynb", [
+        code("x = 2", ANSWER, "ex-a"), code(check, CHECK, "ex-a"),
+        code("y = 1", ANSWER, "ex-b"), code("assert y == 1, 'y'", CHECK, "ex-b")],
+        {"ex-a": 2, "ex-b": 3})
+    right = small_notebook(tmp_path / "right.ipynb", [
+        code("x = 2", ANSWER, "ex-a"), code("y = 1", ANSWER, "ex-b")], {})
+    half = small_notebook(tmp_path / "half.ipynb", [
+        code("x = 5", ANSWER, "ex-a"), code("y = 1", ANSWER, "ex-b")], {})
+    (tmp_path / "broken.ipynb").write_text("{")
+    paths = [right, tmp_path / "broken.ipynb", tmp_path / "missing.ipynb", half]
+    reports = list(grade_batch(paths, reference, timeout=20))
+    assert [(r.score, r.max_score) for r in reports] == [(5, 5), (0, 5), (0, 5), (3, 5)]
+    assert "not a Jupyter notebook" in reports[1].error and "no such file" in reports[2].error
+    write_csv(reports, tmp_path / "grades.csv")
+    rows = list(csv.DictReader((tmp_path / "grades.csv").open()))
+    assert [(r["ex-a"], r["ex-b"], r["total"]) for r in rows] == [
+        ("2", "3", "5"), ("0", "0", "0"), ("0", "0", "0"), ("0", "3", "3")]
+    assert rows[1]["error"] and not rows[0]["error"]
+
+
+def test_an_answer_in_a_new_cell_or_after_the_stub_counts(tmp_path):
+    stub = "raise NotImplementedError('ex-a: not answered yet')"
+    reference = small_notebook(tmp_path / "reference.ipynb", [
+        code("x = 2", ANSWER, "ex-a"), code("assert x == 2, 'x should be 2'", CHECK, "ex-a"),
+        new_markdown_cell("```{exercise} Next\n:label: ex-b\n```"),
+        code("y = 1", ANSWER, "ex-b"), code("assert y == 1, 'y'", CHECK, "ex-b")],
+        {"ex-a": 2, "ex-b": 1})
+    submission = small_notebook(tmp_path / "student.ipynb", [
+        code(stub, ANSWER, "ex-a"), code("assert True", CHECK, "ex-a"), code("x = 2"),
+        new_markdown_cell("```{exercise} Next\n:label: ex-b\n```"),
+        code(f"{stub}\ny = 1", ANSWER, "ex-b"), code("y = 1"), code("x = 3")], {})
+    a, b = grade(submission, reference, timeout=20)
+    assert (a.score, b.score) == (2, 1), table([a, b])
+    unanswered = small_notebook(tmp_path / "unanswered.ipynb", [code(stub, ANSWER, "ex-a")], {})
+    a, b = grade(unanswered, reference, timeout=20)
+    assert a.score == 0 and a.message.startswith("not answered")
+
+
+def test_a_submission_sees_only_itself_in_the_quick_profile(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOOK_SCALE", "full")
+    (tmp_path / "classmate.ipynb").write_text("{}")
+    probe = ("import os\nseen = sorted(os.listdir('.'))\n"
+             "scale = os.environ['BOOK_SCALE']")
+    path = small_notebook(tmp_path / "me.ipynb", [
+        code(probe, ANSWER, "ex-a"),
+        code("assert seen == ['submission.ipynb'], seen\nassert scale == 'quick', scale",
+             CHECK, "ex-a")], {"ex-a": 1})
+    (score,) = grade(path, timeout=20)
+    assert score.score == 1, score.message
+
+
+def test_processes_a_submission_starts_die_with_its_grading(tmp_path):
+    assert sandbox_prefix(), "unshare gives the worker a PID namespace on this machine"
+    marker = tmp_path / "written-later.txt"
+    late = (f"import os, subprocess, time\n"
+            f"subprocess.Popen(['sh', '-c', 'sleep 3; touch {marker}'], "
+            f"start_new_session=True)\n"
+            f"if os.fork() == 0:\n    os.setsid(); time.sleep(3)\n"
+            f"    open('{marker}', 'w').close(); os._exit(0)\nx = 1")
+    path = small_notebook(tmp_path / "late.ipynb", [
+        code(late, ANSWER, "ex-a"), code("assert x == 1", CHECK, "ex-a")], {"ex-a": 1})
+    (score,) = grade(path, timeout=20)
+    assert score.score == 1, score.message
+    time.sleep(5)
+    assert not marker.exists()
+
+
+def test_an_interrupt_proof_loop_is_ended_by_the_submission_limit(tmp_path):
+    loop = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    path = small_notebook(tmp_path / "stubborn.ipynb", [
+        code("x = 1", ANSWER, "ex-a"), code("assert x == 1", CHECK, "ex-a"),
+        code(loop, ANSWER, "ex-b"), code("assert True", CHECK, "ex-b")],
+        {"ex-a": 1, "ex-b": 1})
+    start = time.monotonic()
+    a, b = grade(path, timeout=2, max_seconds=15)
+    assert time.monotonic() - start < 45
+    assert a.score == 0 and b.score == 0
+    assert "longer than 15 s in all" in b.message, b.message
+
+
+def test_running_out_of_memory_is_named(tmp_path):
+    path = small_notebook(tmp_path / "greedy.ipynb", [
+        code("import numpy\nbig = numpy.ones(2**31)", ANSWER, "ex-a"),
+        code("assert big.sum() > 0", CHECK, "ex-a")], {"ex-a": 1})
+    (score,) = grade(path, timeout=20, memory_gb=4)
+    assert score.score == 0 and "out of memory" in score.message, score.message

@@ -15,7 +15,7 @@ replaces each answer with a stub that raises ``NotImplementedError``; the checks
 students can test their work. The instructor edition keeps everything. Both are written without
 outputs. Command line::
 
-    python -m companion.assignments book/*.ipynb --out _build/assignments
+    python -m course.assignments book/*.ipynb --out _build/assignments
 """
 
 import argparse
