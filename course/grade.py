@@ -82,31 +82,24 @@ def _starts_exercise(cell, label: str) -> bool:
     return other or (cell.cell_type == "markdown" and "```{exercise}" in cell.source)
 
 
-def _with_checks_in_place(notebook, checks_of: dict) -> nbformat.NotebookNode:
-    """``notebook`` without its own check cells, each exercise's checks (``checks_of[label]``,
-    a list of cells) placed where its part of the notebook ends: before the first cell after
-    its last answer cell that starts another exercise, or at the end."""
-    cells = [c for c in notebook.cells if CHECK not in c.metadata.get("tags", [])]
-    for label, checks in checks_of.items():
-        answers = [i for i, c in enumerate(cells) if ANSWER in c.metadata.get("tags", [])
-                   and c.metadata.get("exercise") == label]
-        at = len(cells)
-        if answers:
-            later = [i for i in range(answers[-1] + 1, len(cells))
-                     if _starts_exercise(cells[i], label)]
-            at = later[0] if later else len(cells)
-        cells[at:at] = [nbformat.from_dict(c) for c in checks]
-    notebook = nbformat.from_dict(notebook)
-    notebook.cells = cells
-    return notebook
-
-
 def _notebook_to_run(submission, reference, points):
-    """The submission with the checks it is graded by: the reference's, or its own."""
+    """The submission with the checks it is graded by (the reference's, or its own) in place
+    of its own check cells: each exercise's checks go where its part of the notebook ends,
+    before the first cell after its last answer cell that starts another exercise, or at the
+    end."""
     source = reference if reference is not None else submission
     checks_of = {label: [source.cells[i] for i in tagged(source, CHECK, label)]
                  for label in points}
-    return _with_checks_in_place(submission, checks_of)
+    notebook = nbformat.from_dict(submission)
+    notebook.cells = [c for c in notebook.cells if CHECK not in c.metadata.get("tags", [])]
+    cells = notebook.cells
+    for label, checks in checks_of.items():
+        answers = tagged(notebook, ANSWER, label)
+        later = [i for i in range(answers[-1] + 1, len(cells))
+                 if _starts_exercise(cells[i], label)] if answers else []
+        at = later[0] if later else len(cells)
+        cells[at:at] = [nbformat.from_dict(c) for c in checks]
+    return notebook
 
 
 # ---------------------------------------------------------------------------- the worker
@@ -126,9 +119,9 @@ def _exit_note(client) -> str:
 
 def execute(notebook, timeout: float, cwd: Path) -> dict:
     """Run every code cell of ``notebook`` in one kernel, each interrupted after ``timeout``
-    seconds, and return ``{"cells": {index: None or [ename, evalue]}, "stopped": index or None,
-    "note": why}``; execution stops early only when the kernel dies, and ``stopped`` is the
-    cell it stopped at. (A cell that swallows KeyboardInterrupt is not stopped by the interrupt;
+    seconds, and return ``{"cells": {index: None or [ename, evalue]}, "note": why}``; the cells
+    that ran are the keys, and execution stops early (``note`` says why) only when the kernel
+    dies. (A cell that swallows KeyboardInterrupt is not stopped by the interrupt;
     the per-submission limit of :func:`run_sandboxed` ends it.)"""
     replies: dict[int, list | None] = {}
 
@@ -150,8 +143,8 @@ def execute(notebook, timeout: float, cwd: Path) -> dict:
             try:
                 client.execute_cell(cell, index)
             except DeadKernelError:
-                return {"cells": replies, "stopped": index, "note": _exit_note(client)}
-    return {"cells": replies, "stopped": None, "note": ""}
+                return {"cells": replies, "note": _exit_note(client)}
+    return {"cells": replies, "note": ""}
 
 
 def _worker(notebook_path: Path, timeout: float, result_fd: int) -> None:
@@ -218,7 +211,7 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
     try:
         outcome = json.loads(text)
     except json.JSONDecodeError:
-        return {"cells": {}, "stopped": 0, "note": note}
+        return {"cells": {}, "note": note}
     return {**outcome, "cells": {int(k): v for k, v in outcome["cells"].items()}}
 
 
