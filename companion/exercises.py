@@ -255,7 +255,7 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
             return Feedback(False, f"family({n}) gives the wrong answer on {example!r} "
                                    f"(and {len(wrong) - 1} other inputs "
                                    f"{'' if exhaustive else 'of those tried '}of length {n})")
-    tried = f"on every input for n in {min(lengths)}..{max(lengths)}"
+    tried = [f"on every input for n in {min(lengths)}..{max(lengths)}"] if lengths else []
     if sampled_lengths:
-        tried += f" and on strings of every weight for n in {list(sampled_lengths)}"
-    return Feedback(True, "correct " + tried)
+        tried.append(f"on strings of every weight for n in {list(sampled_lengths)}")
+    return Feedback(True, "correct " + " and ".join(tried))

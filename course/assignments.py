@@ -8,42 +8,61 @@ HTML book, the students and the instructors:
 * a code cell tagged ``check`` (metadata ``exercise: <label>``) checks it with asserts whose
   messages tell a student what is wrong;
 * markdown cells tagged ``solution`` (the ``solution-start`` / ``solution-end`` directives and
-  the worked explanation) hold what a student must not see.
+  the worked explanation) hold what a student must not see;
+* the notebook's metadata ``written`` maps the exercises that also ask for an explanation or a
+  proof to the points of that written part, graded by hand.
 
-The student edition drops the ``solution`` cells (nbconvert's ``TagRemovePreprocessor``) and
-replaces each answer with a stub that raises ``NotImplementedError``; the checks stay, so
-students can test their work. The instructor edition keeps everything. Both are written without
-outputs. Command line::
+The student edition drops the ``solution`` cells (nbconvert's ``TagRemovePreprocessor``),
+replaces each answer with a stub that raises ``NotImplementedError`` and writes each exercise's
+statement as plain Markdown (title, math; the book's MyST directives and roles mean nothing in
+Jupyter); the checks stay, so students can test their work, and each written part gets a
+Markdown cell tagged ``written`` for the answer. Points are graded by hidden tests
+(:mod:`course.hidden`), not by the checks. The instructor edition keeps everything. Both are
+written without outputs. Command line::
 
     python -m course.assignments book/*.ipynb --out _build/assignments
 """
 
 import argparse
+import re
 from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
 
-ANSWER, CHECK, SOLUTION = "answer", "check", "solution"
+ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
+BIBLIOGRAPHY = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 
 
 def exercise_points(notebook: nbformat.NotebookNode) -> dict[str, float]:
     """The graded exercises of a notebook: ``{label: points}`` from its metadata, in the
     order in which their cells appear."""
-    points = notebook.metadata.get("exercises", {})
+    return _points(notebook, "exercises")
+
+
+def written_points(notebook: nbformat.NotebookNode) -> dict[str, float]:
+    """The written parts graded by hand: ``{label: points}`` from the metadata ``written``."""
+    return _points(notebook, WRITTEN)
+
+
+def _points(notebook, key: str) -> dict[str, float]:
+    points = notebook.metadata.get(key, {})
     if not isinstance(points, dict) or not all(
-            isinstance(p, int | float) and p > 0 for p in points.values()):
-        raise ValueError("notebook metadata 'exercises' must map labels to positive points, "
+            isinstance(p, int | float) and not isinstance(p, bool) and p > 0
+            for p in points.values()):
+        raise ValueError(f"notebook metadata {key!r} must map labels to positive points, "
                          f"got {points!r}")
     order = [cell.metadata.get("exercise") for cell in notebook.cells]
     return dict(sorted(points.items(),
                        key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
 
 
-def tagged(notebook: nbformat.NotebookNode, tag: str, label: str) -> list[int]:
-    """Indices of the code cells tagged ``tag`` that belong to exercise ``label``."""
+def tagged(notebook: nbformat.NotebookNode, tag: str, label: str,
+           cell_type: str = "code") -> list[int]:
+    """Indices of the cells of ``cell_type`` tagged ``tag`` that belong to exercise ``label``."""
     return [i for i, cell in enumerate(notebook.cells)
-            if tag in cell.metadata.get("tags", []) and cell.metadata.get("exercise") == label]
+            if cell.cell_type == cell_type and tag in cell.metadata.get("tags", [])
+            and cell.metadata.get("exercise") == label]
 
 
 class StubAnswers(Preprocessor):
@@ -57,6 +76,96 @@ class StubAnswers(Preprocessor):
         return cell, resources
 
 
+_EXERCISE = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)\n```", re.S)
+_ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref|numref)\}`(?P<target>[^`]*)`")
+CHAPTERS = BIBLIOGRAPHY.parent
+
+
+def _citation(key: str, in_text: bool) -> str:
+    """"Chiang and Cholak (2022)" for a key of the book's bibliography."""
+    entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", BIBLIOGRAPHY.read_text(), re.S)
+    if not entry:
+        return key
+    fields = dict(re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1)))
+    names = [name.split(",")[0].strip() for name in fields.get("author", key).split(" and ")]
+    who = " and ".join(names) if len(names) < 3 else f"{names[0]} et al."
+    year = fields.get("year", "")
+    return f"{who} ({year})" if in_text else f"({who}, {year})"
+
+
+def _chapter_title(name: str) -> str:
+    """The title of the book's chapter ``name``, in italics (or the name)."""
+    notebook, page = CHAPTERS / f"{name}.ipynb", CHAPTERS / f"{name}.md"
+    if notebook.is_file():
+        text = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells)
+    else:
+        text = page.read_text() if page.is_file() else ""
+    heading = re.search(r"^# (.+)$", text, re.M)
+    return f"*{heading.group(1) if heading else name}*"
+
+
+def plain_markdown(notebook, text: str) -> str:
+    """``text`` with the book's exercise directives as Markdown headings and its roles as
+    plain text: citations as "Author (year)", references to chapters and statements by their
+    titles (``notebook`` is where the statements are)."""
+    titles = dict((label, f"{kind} “{title}”" if title else kind) for kind, title, label in
+                  re.findall(r"```\{prf:(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
+                             "\n".join(c.source for c in notebook.cells)))
+
+    def role(match):
+        name, target = match["role"], match["target"]
+        if name.startswith("cite"):
+            return _citation(target, in_text=name == "cite:t")
+        if text := re.match(r"(.*?)\s*<.*>$", target):  # {ref}`the text <label>`
+            return text.group(1)
+        if name == "doc":
+            return _chapter_title(target)
+        return titles.get(target, f"*{target}*")
+
+    def exercise(match):
+        body = re.sub(r"^:\w+:.*\n", "", match["body"], flags=re.M).strip()
+        return f"### Exercise: {match['title']}\n\n{body}"
+
+    return _ROLE.sub(role, _EXERCISE.sub(exercise, text))
+
+
+class PlainStatements(Preprocessor):
+    """Write the exercises' statements (and the roles of every Markdown cell) as plain
+    Markdown."""
+
+    def preprocess(self, notebook, resources):
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                cell.source = plain_markdown(notebook, cell.source)
+        return notebook, resources
+
+
+def points_text(points: float) -> str:
+    """"1 point", "2 points"."""
+    return f"{points:g} point{'' if points == 1 else 's'}"
+
+
+def written_prompt(label: str, points: float) -> str:
+    """The text of a written-answer cell before the student replaces it."""
+    return (f"**Your written answer to {label}** ({points_text(points)}, graded by hand): replace "
+            "this text. Markdown and $\\LaTeX$ math work here.")
+
+
+class WrittenAnswerCells(Preprocessor):
+    """Add a Markdown cell tagged ``written`` for each written part, where its exercise's
+    cells end."""
+
+    def preprocess(self, notebook, resources):
+        for label, points in written_points(notebook).items():
+            mine = [i for i, c in enumerate(notebook.cells) if c.metadata.get("exercise") == label]
+            if not mine:
+                raise ValueError(f"written: exercise {label} has no cells in the notebook")
+            cell = nbformat.v4.new_markdown_cell(
+                written_prompt(label, points), metadata={"tags": [WRITTEN], "exercise": label})
+            notebook.cells.insert(mine[-1] + 1, cell)
+        return notebook, resources
+
+
 def _apply(notebook, *preprocessors) -> nbformat.NotebookNode:
     notebook = nbformat.from_dict(notebook)  # a deep copy: the input is left as it was
     for preprocessor in preprocessors:
@@ -67,7 +176,8 @@ def _apply(notebook, *preprocessors) -> nbformat.NotebookNode:
 def student_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The notebook without solutions: answers stubbed, checks kept, no outputs."""
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
-    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers())
+    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(), PlainStatements(),
+                  WrittenAnswerCells())
 
 
 def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

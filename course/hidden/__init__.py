@@ -1,0 +1,122 @@
+"""Hidden tests: how the autograder decides whether an answer is right.
+
+A hidden test is an expression that the grader evaluates in the submission's kernel, where the
+exercise's part of the notebook ends, on inputs drawn at grading time (its numbers are written
+into the expression as literals). Its value comes back as plain data (numbers, booleans,
+strings, lists: tensors become lists) and is *judged in the grader's own process*: compared
+with the value of the same expression in the instructor edition, or checked by code of the
+grader's (rebuilding a circuit from its gates and running it, for example). Nothing the
+submission does to its own namespace (rebinding a check, patching ``torch.allclose``, an
+IPython hook that swallows errors) reaches that judgement; to pass, the submission must produce
+the right values, on inputs it has not seen.
+
+The tests of a chapter live in ``course/hidden/<chapter>.py``, a module whose function
+``hidden_tests(rng)`` returns ``{exercise label: [HiddenTest, ...]}`` with inputs drawn from
+``rng`` (a :class:`random.Random` seeded by the grader). They are not in the student edition nor
+in the book; an instructor may keep their own in a folder of their choice (``--hidden``).
+An exercise scores its points times the fraction of its hidden tests that pass.
+"""
+
+import importlib.util
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = "hidden-test-value:"  # starts the line a test cell prints its value on
+
+# Defined in every test cell (a submission may have rebound anything defined earlier).
+_PLAIN = '''\
+def _hidden_test_plain(value):
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_hidden_test_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a value of type {type(value).__name__} cannot be compared")
+'''
+
+
+def close(rtol: float = 1e-9, atol: float = 1e-12):
+    """A judge: the value equals the instructor's, numbers to within ``atol + rtol * |expected|``
+    (NaN matches NaN, booleans and strings exactly), lists entry by entry with the same
+    shape."""
+    def judge(got, expected) -> str:
+        return _difference(got, expected, rtol, atol)
+    return judge
+
+
+def _difference(got, expected, rtol, atol, where="") -> str:
+    if isinstance(expected, list):
+        if not isinstance(got, list) or len(got) != len(expected):
+            length = f"a list of {len(got)}" if isinstance(got, list) else repr(got)
+            return f"{where or 'the value'} is {length}, expected a list of {len(expected)}"
+        for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if reason := _difference(g, e, rtol, atol, f"{where}[{k}]"):
+                return reason
+        return ""
+    wrong = f"{where or 'the value'} is {got!r}, expected {expected!r}"
+    if isinstance(expected, bool) or isinstance(expected, str) or expected is None:
+        return "" if got == expected and type(got) is type(expected) else wrong
+    if isinstance(got, bool) or not isinstance(got, int | float):
+        return wrong
+    if math.isnan(expected) or math.isnan(got):
+        return "" if math.isnan(expected) and math.isnan(got) else wrong
+    return "" if abs(got - expected) <= atol + rtol * abs(expected) else wrong
+
+
+@dataclass(frozen=True)
+class HiddenTest:
+    """``expression`` is evaluated in the submission's kernel after the statements ``setup``;
+    ``judge(value, expected)`` returns ``""`` when the value passes and otherwise says why,
+    ``expected`` being the value in the instructor edition."""
+
+    expression: str
+    judge: Callable = close()
+    setup: str = ""
+
+    def cell_source(self) -> str:
+        """The code cell that evaluates the test and prints its value."""
+        return (f"{_PLAIN}{self.setup}\n"
+                f"print({MARKER!r}, __import__('json').dumps("
+                f"_hidden_test_plain(({self.expression}))))")
+
+
+def value_printed(stdout: str):
+    """The value a test cell printed (the last marked line), or raise ``ValueError``."""
+    lines = [line for line in stdout.splitlines() if line.startswith(MARKER)]
+    if not lines:
+        raise ValueError("the test printed no value")
+    return json.loads(lines[-1][len(MARKER):])
+
+
+def tensor_literal(rng: random.Random, shape: Sequence[int], digits: int = 6) -> str:
+    """Source text of a float64 tensor of the given shape with normal entries from ``rng``,
+    so that the same input reaches the submission and the instructor edition."""
+    def nested(dims):
+        if not dims:
+            return repr(round(rng.gauss(0, 1), digits))
+        return "[" + ", ".join(nested(dims[1:]) for _ in range(dims[0])) + "]"
+    return f"torch.tensor({nested(list(shape))}, dtype=torch.float64)"
+
+
+def log_uniform(rng: random.Random, low: float, high: float) -> float:
+    """A number between ``low`` and ``high`` whose logarithm is uniform."""
+    return math.exp(rng.uniform(math.log(low), math.log(high)))
+
+
+def load(chapter: str, directory: Path | None = None) -> Callable:
+    """The ``hidden_tests`` function of ``chapter`` (a notebook's stem), from ``directory``
+    (default: this package's folder)."""
+    path = Path(directory or Path(__file__).parent) / f"{chapter}.py"
+    if not path.is_file():
+        raise ValueError(f"hidden: no hidden tests for {chapter!r} ({path} does not exist)")
+    spec = importlib.util.spec_from_file_location(f"hidden_tests_{chapter}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "hidden_tests", None)):
+        raise ValueError(f"hidden: {path} defines no function hidden_tests(rng)")
+    return module.hidden_tests

@@ -1,0 +1,22 @@
+"""Hidden tests of the exercises of *Learning FIRST and PARITY; log-length scaling*
+(``book/learnability.ipynb``)."""
+
+import random
+
+from course.hidden import HiddenTest, close
+
+
+def hidden_tests(rng: random.Random) -> dict:
+    exact = close(rtol=0, atol=0)
+    scaled_cases = [  # each region of the answer: n = 2, c < 1 long, c >= 1, c just below 1
+        (rng.uniform(0.1, 0.95), 2), (rng.uniform(0.1, 0.8), rng.randrange(50, 5000)),
+        (rng.uniform(1.0, 2.0), rng.randrange(3, 5000)), (0.99, rng.randrange(5, 30))]
+    return {
+        "ex-learn-threshold": [HiddenTest(f"longest_length({rng.uniform(0.2, 6.0)!r})", exact)
+                               for _ in range(3)],
+        "ex-learn-scaled-c": [HiddenTest(f"bool(scaled_flawed_correct({c!r}, {n}))", exact)
+                              for c, n in scaled_cases],
+        "ex-learn-dilution": [HiddenTest(f"weight_on_first({rng.randrange(2, 2000)}, "
+                                         f"{rng.uniform(0.1, 4.0)!r}, {scaled})")
+                              for scaled in (False, True, False, True)],
+    }
