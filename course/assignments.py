@@ -25,6 +25,7 @@ written without outputs. Command line::
 
 import argparse
 import re
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -81,9 +82,14 @@ _ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref|numref)\}`(?P<targ
 CHAPTERS = BIBLIOGRAPHY.parent
 
 
+@cache
+def _bibliography() -> str:
+    return BIBLIOGRAPHY.read_text()
+
+
 def _citation(key: str, in_text: bool) -> str:
     """"Chiang and Cholak (2022)" for a key of the book's bibliography."""
-    entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", BIBLIOGRAPHY.read_text(), re.S)
+    entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", _bibliography(), re.S)
     if not entry:
         return key
     fields = dict(re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1)))
@@ -93,6 +99,7 @@ def _citation(key: str, in_text: bool) -> str:
     return f"{who} ({year})" if in_text else f"({who}, {year})"
 
 
+@cache
 def _chapter_title(name: str) -> str:
     """The title of the book's chapter ``name``, in italics (or the name)."""
     notebook, page = CHAPTERS / f"{name}.ipynb", CHAPTERS / f"{name}.md"
@@ -104,13 +111,24 @@ def _chapter_title(name: str) -> str:
     return f"*{heading.group(1) if heading else name}*"
 
 
-def plain_markdown(notebook, text: str) -> str:
+def exercise_statements(notebook) -> dict[str, str]:
+    """``{label: the exercise directive}`` for every exercise stated in ``notebook``."""
+    return {re.search(r"^:label: ([\w-]+)$", m["body"], re.M)[1]: m[0]
+            for cell in notebook.cells if cell.cell_type == "markdown"
+            for m in _EXERCISE.finditer(cell.source) if ":label:" in m["body"]}
+
+
+def statement_titles(notebook) -> dict[str, str]:
+    """``{label: 'lemma “Its title”'}`` for the sphinx-proof statements of ``notebook``."""
+    return {label: f"{kind} “{title}”" if title else kind for kind, title, label in
+            re.findall(r"```\{prf:(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
+                       "\n".join(c.source for c in notebook.cells))}
+
+
+def plain_markdown(text: str, titles: dict[str, str]) -> str:
     """``text`` with the book's exercise directives as Markdown headings and its roles as
-    plain text: citations as "Author (year)", references to chapters and statements by their
-    titles (``notebook`` is where the statements are)."""
-    titles = dict((label, f"{kind} “{title}”" if title else kind) for kind, title, label in
-                  re.findall(r"```\{prf:(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
-                             "\n".join(c.source for c in notebook.cells)))
+    plain text: citations as "Author (year)", references to chapters by their titles and to
+    statements by ``titles`` (see :func:`statement_titles`)."""
 
     def role(match):
         name, target = match["role"], match["target"]
@@ -134,9 +152,10 @@ class PlainStatements(Preprocessor):
     Markdown."""
 
     def preprocess(self, notebook, resources):
+        titles = statement_titles(notebook)
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
-                cell.source = plain_markdown(notebook, cell.source)
+                cell.source = plain_markdown(cell.source, titles)
         return notebook, resources
 
 

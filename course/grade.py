@@ -24,7 +24,6 @@ import csv
 import html
 import json
 import random
-import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,8 +37,10 @@ from course.assignments import (
     CHECK,
     WRITTEN,
     exercise_points,
+    exercise_statements,
     plain_markdown,
     points_text,
+    statement_titles,
     tagged,
     written_points,
     written_prompt,
@@ -182,12 +183,13 @@ class Grader:
                 expected[label].append(value)
         return expected
 
-    def grade(self, notebook) -> list[ExerciseScore]:
-        """The scores of the submitted notebook at path ``notebook``, one per exercise."""
+    def grade(self, notebook, hide=()) -> list[ExerciseScore]:
+        """The scores of the submitted notebook at path ``notebook``, one per exercise; its
+        folder and the folders ``hide`` are hidden from it."""
         submission = _read(notebook, "notebook")
         to_run, where = notebook_to_run(submission, self.tests)
-        outcome = run_sandboxed(to_run, hide=[*self.hide, Path(notebook).resolve().parent],
-                                **self.limits)
+        hide = [*self.hide, *hide, Path(notebook).resolve().parent]
+        outcome = run_sandboxed(to_run, hide=hide, **self.limits)
         scores = []
         for label, points in self.points.items():
             failures = []
@@ -223,10 +225,10 @@ class Grader:
         """Grade every notebook in turn, yielding a :class:`Report` as each is done; one that
         cannot be graded gets a report with its ``error`` (and zero for every exercise), and
         the batch goes on. The folders of all of them are hidden from each."""
-        self.hide += [Path(path).resolve().parent for path in notebooks]
+        folders = [Path(path).resolve().parent for path in notebooks]
         for path in notebooks:
             try:
-                yield Report(str(path), self.grade(path))
+                yield Report(str(path), self.grade(path, folders))
             except ValueError as error:
                 zeros = [ExerciseScore(label, p, 0, str(error)) for label, p in self.points.items()]
                 yield Report(str(path), zeros, str(error))
@@ -268,10 +270,8 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     one notebook for grading by hand, and its HTML beside it (``path`` with ``.html``): for each
     written part, its statement and points, then each submission's answer under its name."""
     reference_notebook = _read(reference, "reference")
-    statements = {m["label"]: m[0] for cell in reference_notebook.cells
-                  if cell.cell_type == "markdown"
-                  for m in re.finditer(r"```\{exercise\}[^\n]*\n:label: (?P<label>[\w-]+)\n"
-                                       r".*?\n```", cell.source, re.S)}
+    statements = exercise_statements(reference_notebook)
+    titles = statement_titles(reference_notebook)
     submissions = {}
     for notebook in notebooks:
         try:
@@ -280,7 +280,7 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
             submissions[str(notebook)] = nbformat.v4.new_notebook()
     cells = [nbformat.v4.new_markdown_cell(f"# Written answers: {Path(reference).stem}")]
     for label, points in written_points(reference_notebook).items():
-        statement = plain_markdown(reference_notebook, statements.get(label, ""))
+        statement = plain_markdown(statements.get(label, ""), titles)
         cells.append(nbformat.v4.new_markdown_cell(
             f"## {label} ({points_text(points)})\n\n{statement}"))
         for name, submission in submissions.items():
