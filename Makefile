@@ -18,18 +18,26 @@ $(COURSE_READY): $(READY) course/requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r course/requirements.txt
 	touch $(COURSE_READY)
 
-## book: execute every notebook (cached) and build the HTML book into _build/html
-# --all re-reads every page, so a chapter that failed before fails again (a failed notebook is
-# never cached); a page that shows an error traceback is moved aside with the rest of the build.
-book: $(READY)
+# $(call build_book,FOLDER,OPTIONS): build the HTML book into FOLDER/_build/html, rereading every
+# page (--all), so a chapter that failed before fails again (a failed notebook is never cached);
+# a build with a failed chapter, or with a page that shows an error traceback, is moved aside
+# to FOLDER/_build/html-failed and the target fails.
+define build_book
 	$(BIN)/jupyter-book build --all --warningiserror --nitpick --keep-going . \
-		|| { rm -rf _build/html-failed; mv _build/html _build/html-failed; \
-		     echo "make book: a chapter failed; see _build/html-failed/reports/"; exit 1; }
-	@if grep -l 'class="output traceback' _build/html/book/*.html; then \
-		rm -rf _build/html-failed; mv _build/html _build/html-failed; \
-		echo "make book: the pages above show an error; the build is in _build/html-failed"; \
+		--path-output $(1) $(2) \
+		|| { rm -rf $(1)/_build/html-failed; mv $(1)/_build/html $(1)/_build/html-failed; \
+		     echo "a chapter failed; see $(1)/_build/html-failed/reports/"; exit 1; }
+	@if grep -l 'class="output traceback' $(1)/_build/html/book/*.html; then \
+		rm -rf $(1)/_build/html-failed; mv $(1)/_build/html $(1)/_build/html-failed; \
+		echo "the pages above show an error; the build is in $(1)/_build/html-failed"; \
 		exit 1; fi
-	@echo "Open _build/html/index.html"
+	@echo "Open $(1)/_build/html/index.html"
+endef
+
+## book: execute every notebook (cached in _build/.jupyter_cache) and build the HTML book into
+## _build/html
+book: $(READY)
+	$(call build_book,.)
 
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
 ## seeds on one thread; the slow whole-book checks last (every chapter executed with the book's
@@ -55,9 +63,15 @@ chromium:
 pdf: book chromium
 	$(BIN)/python tools/pdf.py _build/html _build/book.pdf _build/pdf-pages
 
-## full: every notebook under nbval at the papers' scale (meant for a GPU)
+## full: the book at the papers' scale (meant for a GPU; see the appendix "Reproducing at full
+## scale"): every notebook executed once with BOOK_SCALE=full and no time limit per cell, cached
+## in _build/full/_build/.jupyter_cache (apart from make book's quick results; a rerun after a
+## failure executes only what failed or changed), and the HTML built from those executed
+## notebooks into _build/full/_build/html
+full: export BOOK_SCALE = full
 full: $(READY)
-	BOOK_SCALE=full $(BIN)/python -m pytest book
+	$(BIN)/python tools/book_config.py _build/full/_config.yml --execute cache --timeout -1
+	$(call build_book,_build/full,--config _build/full/_config.yml)
 
 ## robust: every notebook under nbval with three other seeds (BOOK_SEED) and one thread
 ROBUST_SEEDS ?= 1 2 3

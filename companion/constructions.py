@@ -76,7 +76,8 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
         layers = []
         for old in encoder.layers:
             heads, d_hid, _ = old.W_Q.shape
-            new = EncoderLayer(2 * d, d_hid, heads, old.W_F1.shape[0], dtype=old.W_Q.dtype)
+            new = EncoderLayer(2 * d, d_hid, heads, old.W_F1.shape[0],
+                               dtype=old.W_Q.dtype).to(old.W_Q.device)
             pad = lambda W: torch.cat([W, torch.zeros_like(W)], dim=-1)  # noqa: E731
             new.W_Q.copy_(math.sqrt(2) * pad(old.W_Q))
             new.W_K.copy_(pad(old.W_K))
@@ -119,10 +120,11 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
     if d < 2:
         raise ValueError(f"model needs d >= 2 dimensions for s and -s, got d = {d}")
     dtype, heads = model.word_embedding.dtype, max(layer.W_Q.shape[0] for layer in model.layers)
-    eye = torch.eye(d, dtype=dtype)
+    device = model.word_embedding.device
+    eye = torch.eye(d, dtype=dtype, device=device)
     with torch.no_grad():
         w, b = model.output_weight.detach(), model.output_bias.item()
-        extra = EncoderLayer(d, 1, heads, 2 * d, dtype=dtype)  # attention stays zero
+        extra = EncoderLayer(d, 1, heads, 2 * d, dtype=dtype).to(device)  # attention stays 0
         extra.W_F1.copy_(torch.cat([eye, -eye]))
         W_F2 = torch.cat([-eye, eye], dim=1)
         W_F2[0] += torch.cat([w, -w])
@@ -131,7 +133,7 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
         extra.b_F2[0], extra.b_F2[1] = b, -b
         # margin m with log2(1 + e^-m) = log2(1 + (2^eta - 1) / 2) < eta; at least 1
         margin = max(math.log(2) - math.log(math.expm1(min(eta, 64) * math.log(2))), 1.0)
-        output = torch.zeros(d, dtype=dtype)
+        output = torch.zeros(d, dtype=dtype, device=device)
         output[0] = margin / math.sqrt(d / 2)
         position = model.position_function or model.position_table.detach()
         layers = [copy.deepcopy(layer) for layer in model.layers] + [extra]
@@ -270,7 +272,7 @@ class RumelhartParity:
 
     def hidden(self, w) -> torch.Tensor:
         """First layer ``H(W1 x + b1)``: ``[B, m]``, column ``j`` is ``[k >= j + 1]``."""
-        strings = as_strings(w)
+        strings = as_strings(w).cpu()  # the weights live on the CPU
         if strings.shape[1] != self.m:
             raise ValueError(f"w must have length m = {self.m}, got {strings.shape[1]}")
         return (strings.double() @ self.W1.T + self.b1 > 0).double()

@@ -35,8 +35,9 @@ def logits(model, w: torch.Tensor | str) -> torch.Tensor:
 def probe_strings(batch: int, m: int, generator: torch.Generator) -> torch.Tensor:
     """``batch`` random strings of length ``m`` plus the two extremes, all 0s and all 1s:
     ``LongTensor[batch + 2, m]``."""
-    extremes = torch.stack([torch.zeros(m, dtype=torch.long), torch.ones(m, dtype=torch.long)])
-    return torch.cat([extremes, random_strings(batch, m, generator)])
+    strings = random_strings(batch, m, generator)
+    zeros = torch.zeros(1, m, dtype=torch.long, device=strings.device)
+    return torch.cat([zeros, 1 - zeros, strings])
 
 
 def accuracy_by_length(model, language, lengths, batch: int, generator: torch.Generator,

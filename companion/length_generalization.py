@@ -220,8 +220,8 @@ def bootstrap_difference(before, after, samples: int = 1000,
                          generator: torch.Generator | None = None):
     """The mean of ``after - before`` over paired runs (``[runs]`` each) and a 95% percentile
     bootstrap interval for it, resampling the runs with replacement: ``(mean, low, high)``."""
-    before = torch.as_tensor(before, dtype=torch.float64)
-    after = torch.as_tensor(after, dtype=torch.float64)
+    before = torch.as_tensor(before, dtype=torch.float64).cpu()
+    after = torch.as_tensor(after, dtype=torch.float64).cpu()
     if before.dim() != 1 or before.shape != after.shape or len(before) < 1:
         raise ValueError("before and after must be equally long 1-d sequences of runs, got "
                          f"shapes {tuple(before.shape)} and {tuple(after.shape)}")

@@ -33,6 +33,8 @@ The logit has the sign of ``k``'s parity when ``margin > 0`` (see :func:`parity_
 import numpy as np
 import torch
 
+from companion import runtime
+
 U64 = 2.0**-53
 
 
@@ -113,20 +115,23 @@ def parity_guaranteed_length(dtype: torch.dtype, c: float = 1.0, up_to: int = 10
     return int(ns[failing[0]] - 1) if failing.size else int(up_to)
 
 
-def parity_spike_probe(m: int, dtype: torch.dtype, c: float = 1.0) -> dict:
+def parity_spike_probe(m: int, dtype: torch.dtype, c: float = 1.0,
+                       device: torch.device | str | None = None) -> dict:
     """Run ``parity_transformer(c)`` in ``dtype`` on ``1^m`` (``k = m``, ``n = m + 1``) and read
     off, in count units: ``"count error"`` ``E`` of the stored ``k/n``; ``"e_k"`` and
     ``"e_k-1"``, the errors of the stored ``k/n - i/n`` at ``i = k`` and ``i = k - 1`` (what FFN 1
     actually sees); and FFN 1's spike ``"at k"`` and ``"at k-1"`` (1 and 0 in exact
     arithmetic). Also ``"spike error"``: the largest ``|spike_i - T(k - i + e_i)|`` over all
-    positions, FFN 1's own rounding (bounded by ``parity_rounding_bounds(...)["ffn"]``)."""
+    positions, FFN 1's own rounding (bounded by ``parity_rounding_bounds(...)["ffn"]``).
+    Runs on ``device`` (default :func:`companion.runtime.device`)."""
     from companion.constructions import PARITY_LAYOUT, parity_transformer
 
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ValueError(f"m must be an int >= 1, got {m!r}")
+    device = torch.device(device) if device is not None else runtime.device()
     with torch.no_grad():
-        _, trace = parity_transformer(c).to(dtype)(torch.ones(1, m, dtype=torch.long),
-                                                   record=True)
+        model = parity_transformer(c).to(device=device, dtype=dtype)
+        _, trace = model(torch.ones(1, m, dtype=torch.long, device=device), record=True)
     n, L = m + 1, PARITY_LAYOUT
     c1 = trace.c[0][0].double().cpu()
     offset = (m - torch.arange(n)).double()  # k - i

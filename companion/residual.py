@@ -71,13 +71,17 @@ def signal_and_gradient(W: torch.Tensor, kind: str, generator: torch.Generator |
         return v * (d / v.square().sum(dim=-1, keepdim=True)).sqrt()
 
     shape = (draws, d)
-    x = unit_rms(torch.randn(shape, generator=generator, dtype=W.dtype)).requires_grad_()
+
+    def draw():  # on the generator's device (the CPU), then where W lives
+        return unit_rms(torch.randn(shape, generator=generator, dtype=W.dtype).to(W.device))
+
+    x = draw().requires_grad_()
     xs = [x]
     for layer in W:
         xs.append(_layer(xs[-1], layer, kind))
     for x_l in xs[:-1]:
         x_l.retain_grad()
-    top = unit_rms(torch.randn(shape, generator=generator, dtype=W.dtype))
+    top = draw()
     (xs[-1] * top).sum().backward()  # the gradient of x_depth . top is top itself
     signal = torch.stack([x_l.detach().square().sum(-1) for x_l in xs], dim=1) / d
     gradient = torch.stack([top.square().sum(-1)]

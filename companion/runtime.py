@@ -101,8 +101,14 @@ def set_seed(seed: int) -> torch.Generator:
     ``BOOK_SEED`` when that is set (see :func:`effective_seed`).
 
     Returns a fresh CPU ``torch.Generator`` seeded the same way, for functions that take an
-    explicit ``generator``. Two runs with the same seed on the same device give the same numbers.
+    explicit ``generator``. Two runs with the same seed on the same device give the same numbers:
+    where CUDA is present this also switches PyTorch to its deterministic kernels (CUDA's atomic
+    additions, as in ``scatter_add`` and the backward pass of an embedding, otherwise sum in a
+    varying order), warning about an operation that has none.
     """
+    if torch.cuda.is_available():
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's condition
+        torch.use_deterministic_algorithms(True, warn_only=True)
     seed = effective_seed(seed)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the global state is what a notebook's numpy uses

@@ -92,7 +92,7 @@ def to_torch(encoder: Encoder) -> TorchEncoder:
         torch_layer = nn.TransformerEncoderLayer(
             width, heads, dim_feedforward=layer.W_F1.shape[0], dropout=0.0, activation="relu",
             layer_norm_eps=encoder.eps, batch_first=True, norm_first=encoder.norm == "pre",
-            dtype=encoder.word_embedding.dtype,
+            dtype=encoder.word_embedding.dtype, device=encoder.word_embedding.device,
         )
         with torch.no_grad():
             _load_attention(torch_layer.self_attn, layer, d, width)

@@ -68,13 +68,14 @@ def token_types(language: str, w: torch.Tensor):
     if m < 1:
         raise ValueError("w must hold strings of length >= 1")
     if language == "parity":
-        symbols = torch.cat([torch.full((B, 1), CLS), w], dim=1)
-        features = position_features("parity", m + 1).expand(B, -1, -1)
-        return symbols, features, torch.zeros(B, m + 1, dtype=torch.float64)
+        symbols = torch.cat([torch.full((B, 1), CLS, device=w.device), w], dim=1)
+        features = position_features("parity", m + 1).to(w.device).expand(B, -1, -1)
+        return symbols, features, torch.zeros(B, m + 1, dtype=torch.float64, device=w.device)
     ones = w[:, 1:].sum(dim=1)
-    symbols = torch.stack([torch.full((B,), CLS), w[:, 0], torch.zeros_like(ones),
-                           torch.ones_like(ones)], dim=1)
-    features = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64).expand(B, 4)
+    symbols = torch.stack([torch.full((B,), CLS, device=w.device), w[:, 0],
+                           torch.zeros_like(ones), torch.ones_like(ones)], dim=1)
+    features = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64,
+                            device=w.device).expand(B, 4)
     counts = torch.stack([torch.ones_like(ones), torch.ones_like(ones), m - 1 - ones, ones], 1)
     return symbols, features.unsqueeze(-1), counts.double().log()
 
@@ -101,7 +102,9 @@ class Recognizer(nn.Module):
         self.output = nn.Linear(d, 1)
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
-        symbols = torch.cat([torch.full((w.shape[0], 1), CLS), w], dim=1)
+        w = w.to(self.output.weight.device)
+        cls = torch.full((w.shape[0], 1), CLS, device=w.device)
+        symbols = torch.cat([cls, w], dim=1)
         features = position_features(self.language, symbols.shape[1])
         features = features.to(self.output.weight)
         x = self.embedding(symbols) + self.position(features)

@@ -295,6 +295,16 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     path.with_suffix(".html").write_text(body)
 
 
+def gradescope_results(report: Report) -> dict:
+    """``report`` in the format of Gradescope's ``results.json`` (its autograder specification):
+    one test per exercise, named by its label, with its score, points and message; a notebook
+    that could not be graded scores 0 with the reason as the output. Written parts are left to
+    Gradescope's own grading by hand."""
+    tests = [{"name": s.label, "score": s.score, "max_score": s.points, "output": s.message}
+             for s in report.exercises]
+    return {"score": report.score, "output": report.error, "tests": tests}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", type=Path, help="submitted notebooks")
@@ -309,7 +319,11 @@ def main(argv=None) -> None:
     parser.add_argument("--csv", type=Path, help="write a submissions x exercises table here")
     parser.add_argument("--written", type=Path,
                         help="collect the written answers into this notebook (and .html)")
+    parser.add_argument("--gradescope", type=Path, metavar="RESULTS_JSON",
+                        help="write Gradescope's results.json for the one submission")
     args = parser.parse_args(argv)
+    if args.gradescope and len(args.notebooks) != 1:
+        parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
     if not namespaces_available():
         print("warning: unshare is not available, so the submissions are not isolated from "
               "each other's files and processes they start may outlive their grading",
@@ -324,6 +338,8 @@ def main(argv=None) -> None:
         reports.append(report)
         if args.csv:
             write_csv(reports, args.csv, grader.written)  # each time: an interrupt loses none
+        if args.gradescope:
+            args.gradescope.write_text(json.dumps(gradescope_results(report), indent=1))
         if args.json:
             print(json.dumps(report.record()), flush=True)
         else:

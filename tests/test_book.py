@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from bibstyle import author_year_label  # tools/, on pytest's pythonpath
+from book_config import write_config
 from pybtex.database import parse_file
 from toc import toc_files
 
@@ -102,13 +102,7 @@ def built_book(tmp_path_factory):
     printed results exist only in executed notebooks; a failing cell fails the build.
     Returns the build's exit status, its log and the HTML folder."""
     out = tmp_path_factory.mktemp("book")
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    config["execute"]["execute_notebooks"] = "force"
-    # local extensions are found relative to the configuration file, which moves here
-    config["sphinx"]["local_extensions"] = {
-        name: str(ROOT / path) for name, path in config["sphinx"]["local_extensions"].items()}
-    config_file = out / "_config.yml"
-    config_file.write_text(yaml.safe_dump(config))
+    config_file = write_config(out / "_config.yml", execute="force")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     result = subprocess.run(
         [str(jupyter_book), "build", str(ROOT), "--config", str(config_file),

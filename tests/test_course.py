@@ -28,7 +28,7 @@ from course.assignments import (
     write_editions,
     written_points,
 )
-from course.grade import Grader, table, write_csv, write_written_answers
+from course.grade import Grader, gradescope_results, main, table, write_csv, write_written_answers
 from course.sandbox import namespaces_available
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,6 +215,13 @@ def test_a_batch_goes_on_past_broken_notebooks_and_exports_a_csv(toy):
         ("2", "3", "5"), ("0", "0", "0"), ("0", "0", "0"), ("0.6667", "3", "3.6667")]
     assert [r["ex-a (written, of 1)"] for r in rows] == ["", "", "", ""]
     assert rows[1]["error"] and not rows[0]["error"]
+    gradescope = gradescope_results(reports[3])
+    assert gradescope["score"] == pytest.approx(2 / 3 + 3) and gradescope["output"] == ""
+    assert [(t["name"], t["score"], t["max_score"]) for t in gradescope["tests"]] == [
+        ("ex-a", pytest.approx(2 / 3), 2), ("ex-b", 3, 3)]
+    assert "1 of 3 hidden tests passed" in gradescope["tests"][0]["output"]
+    assert gradescope_results(reports[1])["score"] == 0
+    assert "not a Jupyter notebook" in gradescope_results(reports[1])["output"]
 
 
 def test_a_written_answer_flows_to_grading_by_hand(toy):
@@ -289,6 +296,13 @@ def test_bad_input_is_refused(toy, tmp_path):
     bad = small_notebook(tmp_path / "bad.ipynb", [code("x = 1")], {"ex-a": "ten"})
     with pytest.raises(ValueError, match="exercises"):
         exercise_points(nbformat.read(bad, as_version=4))
+
+
+def test_the_gradescope_export_takes_one_submission(toy, capsys):
+    with pytest.raises(SystemExit):
+        main([str(toy["reference"]), str(toy["reference"]), "--reference",
+              str(toy["reference"]), "--gradescope", "results.json"])
+    assert "--gradescope grades one submission, got 2" in capsys.readouterr().err
 
 
 def test_the_judges_compare_plain_data():

@@ -1,0 +1,31 @@
+"""Device placement, checked without a GPU. PyTorch's ``meta`` device holds shapes but no
+values, and most operations refuse to mix its tensors with CPU tensors as they refuse to mix
+CUDA and CPU ones; so a function that creates a tensor on the CPU where it should follow its
+input's device fails here as it would on a GPU (or returns its result on the wrong device)."""
+
+import pytest
+import torch
+
+from companion import residual
+from companion.training import token_types
+
+META = torch.device("meta")
+
+
+@pytest.mark.parametrize("language", ["parity", "first"])
+def test_token_types_follow_the_strings_device(language):
+    w = torch.randint(0, 2, (3, 5), generator=torch.Generator().manual_seed(0))
+    on_cpu, on_meta = token_types(language, w), token_types(language, w.to(META))
+    for cpu_part, meta_part in zip(on_cpu, on_meta, strict=True):
+        assert meta_part.device == META
+        assert meta_part.shape == cpu_part.shape and meta_part.dtype == cpu_part.dtype
+
+
+@pytest.mark.parametrize("kind", ["plain", "residual"])  # layer_norm reads values: not on meta
+def test_residual_statistics_follow_the_weights_device(kind):
+    W = torch.randn(2, 3, 4, 4, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(0))
+    on_cpu = residual.signal_and_gradient(W, kind, torch.Generator().manual_seed(1))
+    on_meta = residual.signal_and_gradient(W.to(META), kind, torch.Generator().manual_seed(1))
+    for cpu_part, meta_part in zip(on_cpu, on_meta, strict=True):
+        assert meta_part.device == META and meta_part.shape == cpu_part.shape
