@@ -91,4 +91,4 @@ bench: $(READY)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf _build .jupyter_cache
+	rm -rf _build
