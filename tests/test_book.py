@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from bibstyle import author_year_label  # tools/, on pytest's pythonpath
 from book_config import write_config
 from pybtex.database import parse_file
@@ -171,6 +172,21 @@ def test_the_book_prints_to_one_pdf(built_book, tmp_path):
     from PIL import Image
     darkest, lightest = Image.open(first).convert("L").getextrema()
     assert darkest < 64 and lightest > 192, "the first page has text on a light background"
+
+
+def test_other_builds_change_only_how_the_notebooks_execute(tmp_path):
+    """make full's configuration: the book's, cached with no cell time limit, its local
+    extensions found from anywhere."""
+    book = yaml.safe_load((ROOT / "_config.yml").read_text())
+    full = yaml.safe_load(write_config(tmp_path / "full.yml", "cache", -1).read_text())
+    assert full["execute"] == {**book["execute"], "execute_notebooks": "cache", "timeout": -1}
+    for name, folder in full["sphinx"]["local_extensions"].items():
+        assert Path(folder).is_absolute() and (Path(folder) / f"{name}.py").is_file()
+    assert {k: v for k, v in full.items() if k not in ("execute", "sphinx")} == {
+        k: v for k, v in book.items() if k not in ("execute", "sphinx")}
+    for bad in ({"execute": "sometimes"}, {"timeout": 0}, {"timeout": -5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            write_config(tmp_path / "bad.yml", **bad)
 
 
 def test_one_author_year_citation_style():
