@@ -16,7 +16,7 @@ Command line::
 
     python -m course.grade submissions/*.ipynb --reference instructor/chapter.ipynb \\
         [--hidden DIR] [--seed N] [--timeout 120] [--memory 8] [--max-seconds 1800] \\
-        [--json] [--csv grades.csv] [--written written.html]
+        [--json] [--csv grades.csv] [--written written.ipynb] [--gradescope results.json]
 """
 
 import argparse

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -140,20 +141,25 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
         pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, preexec_fn=_prepare_worker(memory_gb))
     os.close(write_end)
-    try:
-        with os.fdopen(read_end) as pipe:
-            worker.wait(timeout=max_seconds)
-            text = pipe.read()
-        note = f"the grader's worker failed (exit status {worker.returncode})"
-    except subprocess.TimeoutExpired:
-        text, note = "", f"the submission ran longer than {max_seconds:g} s in all"
-    finally:
+    # read while the worker runs: a result larger than the pipe's buffer would block it
+    received: list[str] = []
+    with os.fdopen(read_end) as pipe:
+        reader = threading.Thread(target=lambda: received.append(pipe.read()))
+        reader.start()
         try:
-            os.killpg(worker.pid, 9)  # the worker's session; its PID namespace goes with it
-        except ProcessLookupError:
-            pass
-        worker.wait()
-        shutil.rmtree(scratch, ignore_errors=True)
+            worker.wait(timeout=max_seconds)
+            finished, note = True, f"the grader's worker failed (exit status {worker.returncode})"
+        except subprocess.TimeoutExpired:
+            finished, note = False, f"the submission ran longer than {max_seconds:g} s in all"
+        finally:
+            try:
+                os.killpg(worker.pid, 9)  # the worker's session; its PID namespace goes with it
+            except ProcessLookupError:
+                pass
+            worker.wait()
+            reader.join()  # the pipe's last writer is gone
+            shutil.rmtree(scratch, ignore_errors=True)
+    text = received[0] if finished else ""
     try:
         outcome = json.loads(text)
     except json.JSONDecodeError:

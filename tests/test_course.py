@@ -280,6 +280,13 @@ def test_loops_memory_and_exits_are_named(toy):
     assert (a.score, b.score) == (0, 0) and "longer than 20 s in all" in b.message
 
 
+def test_a_large_answer_is_judged_not_timed_out(toy):
+    """Values larger than a pipe's buffer come back whole while the worker is still running."""
+    grader = Grader(toy["reference"], toy["hidden"], seed=12, timeout=20, max_seconds=60)
+    a, b = grader.grade(answered(toy, "large", "def double(x):\n    return [x] * 100_000"))
+    assert a.score == 0 and "longer than" not in a.message and b.score == 3, a.message
+
+
 def test_bad_input_is_refused(toy, tmp_path):
     with pytest.raises(ValueError, match="reference"):
         Grader(tmp_path / "missing.ipynb", toy["hidden"])
