@@ -6,9 +6,9 @@ earlier nodes only, so a circuit built gate by gate is acyclic by construction; 
 by name in any order (:meth:`Circuit.from_spec`) are sorted and checked for cycles. Gate kinds:
 
 * ``NOT`` (fan-in exactly 1); ``AND`` and ``OR`` with any fan-in (fan-in 0: AND is 1, OR is 0);
-* ``MAJORITY`` with any fan-in, 1 iff **at least half** of its inputs are 1 ([chiang2024esslli]
-Def. 5.6).
-  Note that the *language* MAJORITY asks for strictly more 1s than 0s.
+* ``MAJORITY`` with any fan-in, 1 iff **at least half** of its inputs are 1
+  ([chiang2024esslli] Def. 5.6). Note that the *language* MAJORITY asks for strictly more 1s
+  than 0s.
 
 Depth is the length of the longest path from an input to the output; size is the number of
 nodes, inputs included ([chiang2024esslli] Example 5.4).
@@ -57,6 +57,7 @@ class Circuit:
         return self.n_nodes - 1
 
     def set_output(self, node: int) -> "Circuit":
+        """Make ``node`` the circuit's output; returns the circuit."""
         if not 0 <= node < self.n_nodes:
             raise ValueError(f"output {node} is not a node (0..{self.n_nodes - 1})")
         self.output = node
@@ -274,8 +275,9 @@ def _at_least_constant(circuit: Circuit, number: list[int], t: int) -> int:
 
 
 def majority_fan_in_2(n: int) -> Circuit:
-    """The language MAJORITY with fan-in-2 gates only: count the 1s (:func:`_count`) and
-    compare the count with ``floor(n/2) + 1``. Depth O(log n), size O(n)."""
+    """The language MAJORITY with fan-in-2 gates only: count the 1s in binary (a carry-save
+    tree of full adders) and compare the count with ``floor(n/2) + 1``. Depth O(log n),
+    size O(n)."""
     circuit = Circuit(check_int(n, "n", minimum=0))
     count = _count(circuit, list(range(n)))
     return circuit.set_output(_at_least_constant(circuit, count, n // 2 + 1))

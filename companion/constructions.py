@@ -1,6 +1,6 @@
 """Hand-set networks that recognize PARITY and FIRST exactly (Chiang & Cholak 2022, §3, §4, §5).
 
-Every construction declares its residual stream once as a :class:`~companion.transformer.Layout`
+Every construction declares its residual stream once as a :class:`~companion.layout.Layout`
 of named dimensions and writes each matrix by name, following the paper's matrices entry by
 entry. The transformers map ``w: LongTensor[B, m]`` (or a str) to logits ``[B]`` and accept iff
 the logit is positive; they compute in float64 unless converted with ``.to(dtype)``.

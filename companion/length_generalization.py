@@ -95,6 +95,7 @@ class Classifier(nn.Module):
         self.cls = TASKS[task].vocab
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Class logits ``[B, classes]`` of ``tokens: LongTensor[B, L]``."""
         x = _embed(self.embedding.weight, tokens, self.cls)
         return self.output(self.encoder(x)[:, 0])
 

@@ -287,9 +287,9 @@ def plot_norms_by_depth(curves: dict, ylabel: str, predicted: dict | None = None
 
 
 def plot_local_stretch(distances, stretch: dict, ax=None):
-    """Log-log plot of layer normalization's local stretch (:func:`companion.layernorm.
-    local_stretch`) against the distance of the input from a constant vector, one curve per
-    label of ``stretch`` (label -> stretch at each distance)."""
+    """Log-log plot of layer normalization's local stretch
+    (:func:`companion.layernorm.local_stretch`) against the distance of the input from a
+    constant vector, one curve per label of ``stretch`` (label -> stretch at each distance)."""
     ax = _axes(ax, size=(5, 3.5))
     for label, values in stretch.items():
         ax.loglog(distances, torch.as_tensor(values).cpu(), ".-", markersize=3, label=label)

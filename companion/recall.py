@@ -1,5 +1,5 @@
-"""The in-context recall task of Nguyen and Nguyen-Tang and the one-layer transformers that
-learn it ([nguyen2025recall]: Definition 2.1, model (1), Lemmas 3.1, 4.1, 5.1, 5.2, Algorithm 1,
+"""The in-context recall task and the one-layer transformers that learn it
+([nguyen2025recall]: Definition 2.1, model (1), Lemmas 3.1, 4.1, 5.1, 5.2, Algorithm 1,
 Table 1).
 
 Conventions. Token ids are ``0 .. N-1`` (``N = vocab_size``) and the noise token is ``tau = N``.
@@ -37,8 +37,10 @@ from companion._checks import check_choice, check_int, check_nonnegative
 from companion.runtime import device as default_device
 from companion.runtime import generator as runtime_generator
 
-ACTIVATIONS = ("linear", "relu", "softmax")  # sigma in model (1)
-TRAININGS = ("Origin", "Reparam-W", "Reparam")  # what is trained: see the module docstring
+#: The attention activations ``sigma`` of model (1).
+ACTIVATIONS = ("linear", "relu", "softmax")
+#: What is trained (see the module docstring).
+TRAININGS = ("Origin", "Reparam-W", "Reparam")
 _LABELS = {"linear": "Linear", "relu": "ReLU", "softmax": "Softmax"}
 
 
@@ -61,9 +63,11 @@ class Variant:
         return "-".join([family, _LABELS[self.activation], *([suffix] if suffix else [])])
 
 
+#: The nine models of Table 1: each training with each activation.
 VARIANTS = tuple(Variant(training, activation)
                  for training in TRAININGS for activation in ACTIVATIONS)
-MODEL_NAMES = tuple(variant.name for variant in VARIANTS)  # the rows of Table 1, in order
+#: The names of the nine models, the rows of Table 1 in order.
+MODEL_NAMES = tuple(variant.name for variant in VARIANTS)
 _VARIANT_NAMED = dict(zip(MODEL_NAMES, VARIANTS, strict=True))
 
 

@@ -11,14 +11,16 @@ from companion.transformer import Encoder, EncoderLayer
 
 
 class TorchEncoder(nn.Module):
-    """PyTorch encoder layers carrying an :class:`Encoder`'s weights; the embeddings are added
-    outside and the CLS logit is read as in :class:`Encoder`. Build it with :func:`to_torch`."""
+    """PyTorch encoder layers carrying an :class:`~companion.transformer.Encoder`'s weights;
+    the embeddings are added outside and the CLS logit is read as in the encoder. Build it with
+    :func:`to_torch`."""
 
     def __init__(self, encoder: Encoder, layers, width: int):
         super().__init__()
         self.encoder, self.layers, self.width = encoder, nn.ModuleList(layers), width
 
     def forward(self, w) -> torch.Tensor:
+        """The CLS logits ``[B]`` of the strings ``w: LongTensor[B, m]`` (or a str)."""
         x = self.encoder.embed(w)
         x = torch.cat([x, x.new_zeros(*x.shape[:2], self.width - x.shape[2])], dim=-1)
         for layer in self.layers:

@@ -102,6 +102,7 @@ class Recognizer(nn.Module):
         self.output = nn.Linear(d, 1)
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
+        """The logits ``[B]`` of ``w: LongTensor[B, m]``."""
         w = w.to(self.output.weight.device)
         cls = torch.full((w.shape[0], 1), CLS, device=w.device)
         symbols = torch.cat([cls, w], dim=1)

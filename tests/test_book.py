@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bibstyle import author_year_label  # tools/, on pytest's pythonpath
+from apidoc import cite_keys  # tools/, on pytest's pythonpath
+from bibstyle import author_year_label
 from book_config import write_config
 from pybtex.database import parse_file
 from toc import toc_files
@@ -200,3 +201,41 @@ def test_one_author_year_citation_style():
     assert author_year_label(entries["hahn2020theoretical"]) == "Hahn, 2020"
     assert author_year_label(entries["chiang2022overcoming"]) == "Chiang and Cholak, 2022"
     assert author_year_label(entries["deletang2023chomsky"]) == "Delétang et al., 2023"
+
+
+def test_the_api_appendix_documents_every_public_module():
+    """book/api.md runs autodoc on every module of companion, and every public function,
+    class and method there has a docstring of its own to show."""
+    page = (ROOT / "book" / "api.md").read_text()
+    documented = re.findall(r"^\.\. automodule:: (\S+)$", page, re.MULTILINE)
+    modules = sorted(f"companion.{path.stem}" for path in (ROOT / "companion").glob("*.py")
+                     if not path.stem.startswith("_"))
+    assert sorted(documented) == modules
+    undocumented = []
+    for module_name in modules:
+        module = importlib.import_module(module_name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
+                continue
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            members = {name: obj}
+            if inspect.isclass(obj):
+                members |= {f"{name}.{method}": f for method, f in vars(obj).items()
+                            if inspect.isfunction(f) and not method.startswith("_")}
+            undocumented += [f"{module_name}.{member}" for member, f in members.items()
+                             if not (f.__doc__ or "").strip()]
+    assert not undocumented
+
+
+def test_docstrings_cite_works_of_the_bibliography():
+    """A docstring cites a work as ``[key]``; the API appendix turns each key of
+    book/references.bib into a citation and leaves other bracketed words alone."""
+    keys = set(parse_file(ROOT / "book" / "references.bib").entries)
+    cited = {key for path in (ROOT / "companion").glob("*.py")
+             for key in re.findall(r"\[([a-z]+\d{4}[a-z]*)\]", path.read_text())}
+    assert cited and cited <= keys, cited - keys
+    lines = ["Proposition 2 of [chiang2022overcoming] (§4.2)", "LongTensor[B] or [hahn2020]"]
+    cite_keys(lines, keys)
+    assert lines == ["Proposition 2 of :cite:t:`chiang2022overcoming` (§4.2)",
+                     "LongTensor[B] or [hahn2020]"]
