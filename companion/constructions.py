@@ -1,4 +1,4 @@
-"""Hand-set networks that recognize PARITY and FIRST exactly (Chiang & Cholak 2022, §3, §4, §5).
+"""Hand-set networks that recognize PARITY and FIRST exactly ([chiang2022overcoming] §3–5).
 
 Every construction declares its residual stream once as a :class:`~companion.layout.Layout`
 of named dimensions and writes each matrix by name, following the paper's matrices entry by

@@ -1,4 +1,4 @@
-"""Layer normalization (Ba et al., 2016), exact at ``eps = 0``.
+"""Layer normalization of [ba2016layer], exact at ``eps = 0``.
 
 ``layer_norm(x) = gamma * (x - mean(x)) / sqrt(var(x) + eps) + beta`` over the last dimension,
 with the biased variance ``mean((x - mean(x))**2)`` of [chiang2024esslli] eq. 5.16 (keys of
