@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from companion import residual
+from companion.recall import MODEL_NAMES, RecallModels, RecallTask
 from companion.training import token_types
 
 META = torch.device("meta")
@@ -29,3 +30,15 @@ def test_residual_statistics_follow_the_weights_device(kind):
     on_meta = residual.signal_and_gradient(W.to(META), kind, torch.Generator().manual_seed(1))
     for cpu_part, meta_part in zip(on_cpu, on_meta, strict=True):
         assert meta_part.device == META and meta_part.shape == cpu_part.shape
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5])
+def test_recall_losses_and_gradients_follow_the_models_device(alpha):
+    # sentences come from the CPU; the models, their losses and gradients stay on theirs
+    task = RecallTask(length=8, alpha=alpha)
+    tokens, target = task.sample(4, torch.Generator().manual_seed(0))
+    models = RecallModels(task, MODEL_NAMES, seeds=(0, 1), device=META)
+    for loss in (models.losses(tokens, target), models.losses(tokens)):
+        assert loss.device == META and loss.shape == (2 * len(MODEL_NAMES),)
+    grads = torch.autograd.grad(models.losses(tokens, target).sum(), list(models.values))
+    assert all(g.device == META for g in grads)
