@@ -6,9 +6,9 @@ input's device fails here as it would on a GPU (or returns its result on the wro
 import pytest
 import torch
 
-from companion import residual
+from companion import length_generalization, residual
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask
-from companion.training import token_types
+from companion.training import HEADS, Recognizer, logits_and_attention, token_types
 
 META = torch.device("meta")
 
@@ -42,3 +42,27 @@ def test_recall_losses_and_gradients_follow_the_models_device(alpha):
         assert loss.device == META and loss.shape == (2 * len(MODEL_NAMES),)
     grads = torch.autograd.grad(models.losses(tokens, target).sum(), list(models.values))
     assert all(g.device == META for g in grads)
+
+
+def _on_meta(module: torch.nn.Module) -> dict:
+    return {name: value.detach().to(META) for name, value in module.named_parameters()}
+
+
+@pytest.mark.parametrize("language", ["parity", "first"])
+def test_the_trained_recognizers_forward_follows_its_parameters_device(language):
+    w = torch.randint(0, 2, (3, 5), generator=torch.Generator().manual_seed(0))
+    symbols, features, log_counts = token_types(language, w.to(META))
+    outputs = logits_and_attention(_on_meta(Recognizer(language)), symbols, features.float(),
+                                   log_counts.float(), torch.tensor(2.0, device=META),
+                                   HEADS[language])
+    assert all(out.device == META and out.shape == (3,) for out in outputs)
+
+
+@pytest.mark.parametrize("task", sorted(length_generalization.TASKS))
+def test_the_benchmarks_classifier_follows_its_parameters_device(task):
+    tokens, _ = length_generalization.sample(task, 3, 7, torch.Generator().manual_seed(0))
+    spec = length_generalization.TASKS[task]
+    logits = length_generalization.classifier_logits(
+        _on_meta(length_generalization.Classifier(task)), tokens.to(META),
+        torch.tensor(2.0, device=META), heads=4, layers=2, cls=spec.vocab)
+    assert logits.device == META and logits.shape == (3, spec.classes)
