@@ -374,10 +374,10 @@ class RecallModels(torch.nn.Module):
             for params in self.parameters_of:
                 gs = [by_tensor[id(p)] for p in params.values()]
                 norm = torch.sqrt(sum((g**2).sum() for g in gs if g is not None))
-                if norm > 0:
-                    for p, g in zip(params.values(), gs, strict=True):
-                        if g is not None:
-                            p -= lr * g / norm
+                norm = torch.where(norm > 0, norm, 1.0)  # zero gradient: no step, no 0 / 0
+                for p, g in zip(params.values(), gs, strict=True):
+                    if g is not None:
+                        p -= lr * g / norm
 
 
 def _check_sentences(pair, name: str, target_required: bool) -> None:

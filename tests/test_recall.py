@@ -203,6 +203,19 @@ def test_theorem_3_2_normalized_gd_grows_lambda_linearly():
         assert torch.allclose(params["lambda"], torch.full_like(params["lambda"], want))
 
 
+def test_normalized_step_moves_each_model_by_lr_and_a_model_without_gradient_not_at_all():
+    task = RecallTask(**SMALL)
+    tokens, target = task.sample(16, torch.Generator().manual_seed(0))
+    models = RecallModels(task, ("Origin-Softmax", "Reparam-ReLU-W"), device="cpu")
+    before = [{key: p.detach().clone() for key, p in params.items()}
+              for params in models.parameters_of]
+    models.normalized_step(models.losses(tokens, target) * torch.tensor([1.0, 0.0]), 0.3)
+    moved = [torch.sqrt(sum(((p - before[k][key]) ** 2).sum() for key, p in params.items()))
+             for k, params in enumerate(models.parameters_of)]
+    assert moved[0].item() == pytest.approx(0.3, rel=1e-9)  # the step has length lr
+    assert moved[1].item() == 0.0  # zero gradient: no step and no NaN
+
+
 def test_theorem_3_4_direction_of_gradient_descent_on_W():
     """The cosine with W* rises towards 2/sqrt(12) but starts below it: the proof's eq. (9),
     which would give exactly 2/sqrt(12) from the first step on, drops the normalizer's
