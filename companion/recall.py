@@ -41,6 +41,9 @@ from companion.runtime import generator as runtime_generator
 ACTIVATIONS = ("linear", "relu", "softmax")
 #: What is trained (see the module docstring).
 TRAININGS = ("Origin", "Reparam-W", "Reparam")
+#: Entries of one ``[models, sentences, H]`` tensor when :func:`train` evaluates (128 MiB in
+#: float64): evaluation sets are taken in chunks of sentences so that memory stays bounded.
+EVALUATION_ELEMENTS = 2**24
 _LABELS = {"linear": "Linear", "relu": "ReLU", "softmax": "Softmax"}
 
 
@@ -395,6 +398,18 @@ def _check_sentences(pair, name: str, target_required: bool) -> None:
                          f"(M = {tokens.shape[0]})")
 
 
+def _mean_losses(models: RecallModels, tokens: torch.Tensor, target) -> torch.Tensor:
+    """``models.losses(tokens, target)`` over ``tokens: [M, H]`` taken in chunks of sentences
+    that keep each intermediate ``[K, rows, H]`` tensor within ``EVALUATION_ELEMENTS``."""
+    rows = max(1, EVALUATION_ELEMENTS // (len(models.names) * tokens.shape[1]))
+    total = 0.0
+    for start in range(0, len(tokens), rows):
+        chunk = slice(start, start + rows)
+        part = models.losses(tokens[chunk], None if target is None else target[chunk])
+        total = total + part * len(tokens[chunk])
+    return total / len(tokens)
+
+
 def train(models: RecallModels, steps: int, batch: int, lr: float, generator=None,
           data=None, evaluate=None, eval_every: int = 10, progress: bool = True):
     """Train every model with normalized gradient descent and record its losses.
@@ -442,7 +457,7 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
             with torch.no_grad():
                 history["step"].append(step)
                 for key, (tokens, target) in evaluate.items():
-                    history[key].append(models.losses(tokens, target).cpu())
+                    history[key].append(_mean_losses(models, tokens, target).cpu())
         if step == steps:
             break
         if data is None:

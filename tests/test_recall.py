@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from companion import recall
 from companion.recall import (
     MODEL_NAMES,
     VARIANTS,
@@ -273,6 +274,21 @@ def test_training_is_deterministic_and_reparam_linear_learns():
     assert torch.equal(runs[0]["population"], runs[1]["population"])
     assert runs[0]["step"] == [0, 10, 20, 30]
     assert runs[0]["population"][-1, 1] < 0.1 * runs[0]["population"][0, 1]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5])
+def test_evaluation_in_chunks_records_the_losses_of_the_whole_set(monkeypatch, alpha):
+    task = RecallTask(**SMALL, alpha=alpha)
+    tokens, target = task.sample(50, torch.Generator().manual_seed(4))
+    models = RecallModels(task, ("Origin-Softmax", "Reparam-ReLU"), device="cpu")
+    whole = [models.losses(tokens, y) for y in (target, None)]
+    # two models x 10 positions: chunks of 3 sentences, the last one of 2
+    monkeypatch.setattr(recall, "EVALUATION_ELEMENTS", 60)
+    history = train(models, 1, 4, 0.0, evaluate={"with target": (tokens, target),
+                                                  "expected": (tokens, None)},
+                    progress=False)
+    for key, want in zip(("with target", "expected"), whole, strict=True):
+        torch.testing.assert_close(history[key][0], want, rtol=1e-12, atol=0)
 
 
 def test_finite_sample_training_uses_every_sentence_once_per_epoch():
