@@ -239,10 +239,10 @@ class RecallModels(torch.nn.Module):
         self.variants = [variant for _ in seeds for variant in variants]
         self.names = [variant.name for variant in self.variants]
         self.seeds = [seed for seed in seeds for _ in variants]
-        # which models use each activation, as index tensors (no mask sync on a GPU)
+        # the models of each nonlinear activation, as index tensors (no mask sync on a GPU)
         self.models_with = {activation: torch.tensor(
             [k for k, variant in enumerate(self.variants) if variant.activation == activation],
-            dtype=torch.long, device=self.device) for activation in ACTIVATIONS}
+            dtype=torch.long, device=self.device) for activation in ("relu", "softmax")}
         self.parameters_of = [self._initial_parameters(variant, seed)
                               for variant, seed in zip(self.variants, self.seeds, strict=True)]
         self.values = torch.nn.ParameterList(
@@ -325,8 +325,11 @@ class RecallModels(torch.nn.Module):
         u = W[k, z_last] + W[k, z_before]  # x_H^T W, [K, B, d]
         u = torch.nn.functional.pad(u, (0, 1))
         scores = u.gather(2, current) + u.gather(2, previous)  # x_H^T W x_h, [K, B, H]
-        sigma = scores.index_copy(0, *self._activated(scores, "relu")).index_copy(
-            0, *self._activated(scores, "softmax"))  # the linear models keep their scores
+        sigma = scores  # the linear models keep their scores
+        for activation, index in self.models_with.items():
+            chosen = scores.index_select(0, index)  # ReLU with derivative 1 at 0
+            sigma = sigma.index_copy(0, index, torch.where(chosen >= 0, chosen, 0.0)
+                                     if activation == "relu" else chosen.softmax(dim=-1))
         summed = torch.zeros(K, B, d + 1, dtype=torch.float64, device=self.device)
         summed = summed.scatter_add(2, current, sigma).scatter_add(2, previous, sigma)
         phi = torch.einsum("kij,kbj->kbi", V, summed[..., :d])
@@ -335,15 +338,6 @@ class RecallModels(torch.nn.Module):
         F_x_last = F[k, :n, z_last] + F[k, :n, z_before]  # [K, B, n]
         xi_F = F_x_last + torch.einsum("kij,kbj->kbi", F[:, :n], phi)
         return xi_A, xi_F
-
-    def _activated(self, scores: torch.Tensor, activation: str):
-        """``(index, sigma(scores[index]))`` for the models ``index`` that use ``activation``
-        (ReLU with derivative 1 at 0, softmax over positions)."""
-        index = self.models_with[activation]
-        chosen = scores.index_select(0, index)
-        if activation == "relu":
-            return index, torch.where(chosen >= 0, chosen, 0.0)
-        return index, chosen.softmax(dim=-1)
 
     def losses(self, tokens, target=None) -> torch.Tensor:
         """Mean cross-entropy (nats) of each model, ``[K]``, on ``tokens: [B, H]`` or ``[K, B, H]``.
@@ -404,9 +398,9 @@ def _mean_losses(models: RecallModels, tokens: torch.Tensor, target) -> torch.Te
     rows = max(1, EVALUATION_ELEMENTS // (len(models.names) * tokens.shape[1]))
     total = 0.0
     for start in range(0, len(tokens), rows):
-        chunk = slice(start, start + rows)
-        part = models.losses(tokens[chunk], None if target is None else target[chunk])
-        total = total + part * len(tokens[chunk])
+        chunk = tokens[start:start + rows]
+        chunk_target = None if target is None else target[start:start + rows]
+        total = total + models.losses(chunk, chunk_target) * len(chunk)
     return total / len(tokens)
 
 
