@@ -415,7 +415,9 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     shuffle), so ``steps = epochs * (M // batch)``. Every ``eval_every`` steps
     the loss on each set of ``evaluate = {"population": (tokens, target), ...}`` is recorded
     (``target=None`` records the expected loss over the label noise, see
-    :meth:`RecallModels.losses`).
+    :meth:`RecallModels.losses`), in chunks of sentences that bound memory (see
+    ``EVALUATION_ELEMENTS``); the chunks are weighted by their sizes, so the record is the
+    mean over the whole set.
     Returns ``{"step": [...], "<key>": Tensor[records, K]}``."""
     from tqdm.auto import tqdm
 
