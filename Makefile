@@ -6,7 +6,7 @@ READY := $(VENV)/.ready
 # the course tooling's own dependencies (course/requirements.txt), on top of the book's
 COURSE_READY := $(VENV)/.course-ready
 
-.PHONY: book test chromium pdf full robust assignments bench clean
+.PHONY: book test lab chromium pdf full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ endef
 ## _build/html
 book: $(READY)
 	$(call build_book,.)
+
+## lab: JupyterLab on the book's chapters, with jupyterlab-myst rendering their MyST (math,
+## exercise, solution and theorem boxes) as the book does; solutions stay folded until opened
+lab: $(READY)
+	$(BIN)/jupyter-lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
 ## seeds on one thread; the slow whole-book checks last (every chapter executed with the book's

@@ -4,19 +4,22 @@ An exercise is marked up once, with cell tags and metadata, and the same noteboo
 HTML book, the students and the instructors:
 
 * the notebook's metadata ``exercises`` maps each graded exercise's label to its points;
-* a code cell tagged ``answer`` (metadata ``exercise: <label>``) holds the model answer;
+* a code cell tagged ``answer`` (metadata ``exercise: <label>``) holds the model answer,
+  folded in the book (tag ``hide-cell``) and in JupyterLab (``jupyter.source_hidden``);
 * a code cell tagged ``check`` (metadata ``exercise: <label>``) checks it with asserts whose
   messages tell a student what is wrong;
-* markdown cells tagged ``solution`` (the ``solution-start`` / ``solution-end`` directives and
-  the worked explanation) hold what a student must not see;
+* a markdown cell tagged ``solution`` (a ``{solution}`` directive with ``:class: dropdown``,
+  which Jupyter Book and jupyterlab-myst both show folded) holds the worked explanation;
 * the notebook's metadata ``written`` maps the exercises that also ask for an explanation or a
   proof to the points of that written part, graded by hand.
 
 The student edition drops the ``solution`` cells (nbconvert's ``TagRemovePreprocessor``),
-replaces each answer with a stub that raises ``NotImplementedError`` and writes each exercise's
-statement as plain Markdown (title, math; the book's MyST directives and roles mean nothing in
-Jupyter); the checks stay, so students can test their work, and each written part gets a
-Markdown cell tagged ``written`` for the answer. Points are graded by hidden tests
+replaces each answer with a stub, shown unfolded, that raises ``NotImplementedError``, and
+writes the book's roles as plain text (citations as "Author (year)", references by their
+titles), since no bibliography or other chapter is at hand; its exercise and statement
+directives stay, which JupyterLab renders as boxes with jupyterlab-myst. The checks stay, so
+students can test their work, and each written part gets a Markdown cell tagged ``written``
+for the answer. Points are graded by hidden tests
 (:mod:`course.hidden`), not by the checks. The instructor edition keeps everything. Both are
 written without outputs. Command line::
 
@@ -32,6 +35,7 @@ import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
+FOLDED = "hide-cell"  # myst-nb's tag for a cell folded behind a button
 BIBLIOGRAPHY = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 
 
@@ -67,13 +71,16 @@ def tagged(notebook: nbformat.NotebookNode, tag: str, label: str,
 
 
 class StubAnswers(Preprocessor):
-    """Replace every ``answer`` cell by a stub that raises ``NotImplementedError``."""
+    """Replace every ``answer`` cell by a stub that raises ``NotImplementedError``, unfolded
+    (the book folds the model answer, in the HTML and in JupyterLab)."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code" and ANSWER in cell.metadata.get("tags", []):
             label = cell.metadata.get("exercise", "this exercise")
             cell.source = (f"# Your answer to {label} goes here; then run the check below.\n"
                            f'raise NotImplementedError("{label}: not answered yet")')
+            cell.metadata.tags = [tag for tag in cell.metadata.tags if tag != FOLDED]
+            cell.metadata.pop("jupyter", None)
         return cell, resources
 
 
@@ -87,16 +94,19 @@ def _bibliography() -> str:
     return BIBLIOGRAPHY.read_text()
 
 
-def _citation(key: str, in_text: bool) -> str:
-    """"Chiang and Cholak (2022)" for a key of the book's bibliography."""
+def _citation(target: str, in_text: bool) -> str:
+    """"Chiang and Cholak (2022, §4)" for a citation ``key`` or ``key{post text}`` of the book's
+    bibliography (sphinxcontrib-bibtex's syntax for the section cited)."""
+    parts = re.fullmatch(r"([^{]*)(?:\{(.*)\})?", target, re.S)
+    key, post = parts.groups() if parts else (target, None)
     entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", _bibliography(), re.S)
     if not entry:
-        return key
+        return target
     fields = dict(re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1)))
     names = [name.split(",")[0].strip() for name in fields.get("author", key).split(" and ")]
     who = " and ".join(names) if len(names) < 3 else f"{names[0]} et al."
-    year = fields.get("year", "")
-    return f"{who} ({year})" if in_text else f"({who}, {year})"
+    when = fields.get("year", "") + (f", {' '.join(post.split())}" if post else "")
+    return f"{who} ({when})" if in_text else f"({who}, {when})"
 
 
 @cache
@@ -125,10 +135,10 @@ def statement_titles(notebook) -> dict[str, str]:
                        "\n".join(c.source for c in notebook.cells))}
 
 
-def plain_markdown(text: str, titles: dict[str, str]) -> str:
-    """``text`` with the book's exercise directives as Markdown headings and its roles as
-    plain text: citations as "Author (year)", references to chapters by their titles and to
-    statements by ``titles`` (see :func:`statement_titles`)."""
+def plain_roles(text: str, titles: dict[str, str]) -> str:
+    """``text`` with the book's roles as plain text: citations as "Author (year)", a reference
+    with a text by its text, references to chapters by their titles and to statements by
+    ``titles`` (see :func:`statement_titles`)."""
 
     def role(match):
         name, target = match["role"], match["target"]
@@ -140,22 +150,28 @@ def plain_markdown(text: str, titles: dict[str, str]) -> str:
             return _chapter_title(target)
         return titles.get(target, f"*{target}*")
 
+    return _ROLE.sub(role, text)
+
+
+def plain_markdown(text: str, titles: dict[str, str]) -> str:
+    """``text`` as plain Markdown: exercise directives as headings, roles as plain text
+    (:func:`plain_roles`)."""
+
     def exercise(match):
         body = re.sub(r"^:\w+:.*\n", "", match["body"], flags=re.M).strip()
         return f"### Exercise: {match['title']}\n\n{body}"
 
-    return _ROLE.sub(role, _EXERCISE.sub(exercise, text))
+    return plain_roles(_EXERCISE.sub(exercise, text), titles)
 
 
-class PlainStatements(Preprocessor):
-    """Write the exercises' statements (and the roles of every Markdown cell) as plain
-    Markdown."""
+class PlainRoles(Preprocessor):
+    """Write the roles of every Markdown cell as plain text (:func:`plain_roles`)."""
 
     def preprocess(self, notebook, resources):
         titles = statement_titles(notebook)
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
-                cell.source = plain_markdown(cell.source, titles)
+                cell.source = plain_roles(cell.source, titles)
         return notebook, resources
 
 
@@ -195,7 +211,7 @@ def _apply(notebook, *preprocessors) -> nbformat.NotebookNode:
 def student_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The notebook without solutions: answers stubbed, checks kept, no outputs."""
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
-    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(), PlainStatements(),
+    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(), PlainRoles(),
                   WrittenAnswerCells())
 
 

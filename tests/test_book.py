@@ -64,6 +64,36 @@ def test_chapter_contract(notebook):
         assert "answer" in roles and "check" in roles, f"{label}: an answer and a check cell"
 
 
+def title(page: str) -> str:
+    """The title (first heading) of the book's page ``page`` (a path without suffix)."""
+    [path] = [p for p in (ROOT / f"{page}.ipynb", ROOT / f"{page}.md") if p.exists()]
+    text = markdown(path) if path.suffix == ".ipynb" else path.read_text()
+    return re.search(r"^# (.+)$", text, re.M)[1]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_markup_that_jupyterlab_renders_as_the_book_does(notebook):
+    """jupyterlab-myst renders one Markdown cell at a time and knows neither the other chapters
+    nor the figures that code cells make: a solution is one folded ``{solution}`` cell, its
+    model answer a folded code cell that shows only a comment, and a reference to another
+    chapter, or to a label JupyterLab cannot see, carries its own text."""
+    text = markdown(notebook)
+    assert "{solution-start}" not in text and "{solution-end}" not in text
+    assert "{numref}" not in text, "JupyterLab shows a {numref} as its label: use {ref} with text"
+    for label in re.findall(r"^`{3,4}\{solution\} ([\w-]+)$", text, re.M):
+        assert re.search(r"^`{3,4}\{solution\} " + label + r"\n:class: dropdown\n", text, re.M)
+    for cell in cells(notebook):
+        if "answer" in cell["metadata"].get("tags", []):
+            assert "hide-cell" in cell["metadata"]["tags"], "the book folds a model answer"
+            assert cell["metadata"].get("jupyter", {}).get("source_hidden"), "JupyterLab too"
+            assert "".join(cell["source"]).startswith("# Solution (a model answer)\n")
+    for shown, page in re.findall(r"\{doc\}`(?:([^`<]*?)\s*<)?([^`<>]+)>?`", text):
+        assert shown == title(f"book/{page}"), f"{{doc}}`{page}`: give its title as the text"
+    here = set(re.findall(r":label: ([\w-]+)", text))
+    for role, target in re.findall(r"\{(ref|prf:ref)\}`([^`]*)`", text):
+        assert "<" in target or target in here, f"{{{role}}}`{target}` needs a text"
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_fits_the_page(notebook):
     """The HTML theme shows about 80 characters of code before it scrolls sideways."""

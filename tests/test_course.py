@@ -351,7 +351,7 @@ def editions(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_student_edition_has_no_solutions_and_plain_statements(chapter):
+def test_student_edition_has_no_solutions_and_plain_roles(chapter):
     book = nbformat.read(chapter, as_version=4)
     student = student_edition(book)
     points = exercise_points(book)
@@ -359,12 +359,17 @@ def test_student_edition_has_no_solutions_and_plain_statements(chapter):
     assert set(written_points(book)) <= set(points)
     assert not any(SOLUTION in tags(cell) for cell in student.cells)
     text = "\n".join(cell.source for cell in student.cells)
-    assert "solution-start" not in text and "solution-end" not in text
-    assert "```{exercise}" not in text and "{cite:" not in text and "{prf:ref}" not in text
-    assert text.count("### Exercise: ") == len(points)
+    assert "{solution" not in text
+    assert "{cite:" not in text and "{prf:ref}" not in text and "{doc}" not in text
+    assert text.count("```{exercise}") == len(points)  # a box in JupyterLab, as in the book
     for label in points:
-        for i in tagged(student, ANSWER, label):
-            assert "raise NotImplementedError" in student.cells[i].source
+        [answer] = tagged(book, ANSWER, label)
+        assert "hide-cell" in tags(book.cells[answer]), "the book folds its model answer"
+        assert book.cells[answer].metadata.jupyter.source_hidden, "and so does JupyterLab"
+        [stub] = tagged(student, ANSWER, label)
+        assert "raise NotImplementedError" in student.cells[stub].source
+        assert "hide-cell" not in tags(student.cells[stub]), "a student sees the stub"
+        assert "jupyter" not in student.cells[stub].metadata
         checks = [student.cells[i].source for i in tagged(student, CHECK, label)]
         assert checks == [book.cells[i].source for i in tagged(book, CHECK, label)]
     for label in written_points(book):
@@ -387,11 +392,13 @@ def test_statements_cite_as_the_book_does():
     notebook = new_notebook(cells=[
         new_markdown_cell("```{prf:lemma} Hahn's lemma\n:label: lem-hahn\n\nText.\n```"),
         statement("ex-a", "As {cite:t}`chiang2022overcoming` show with {prf:ref}`lem-hahn`, "
-                          "and {cite:p}`hahn2020theoretical` before."),
+                          "and {cite:p}`hahn2020theoretical{§4}` before, as in "
+                          "{doc}`Self-attention <self_attention>`."),
     ], metadata={"exercises": {"ex-a": 1}})
     text = student_edition(notebook).cells[1].source
-    assert text == ("### Exercise: Title of ex-a\n\nAs Chiang and Cholak (2022) show with "
-                    "lemma “Hahn's lemma”, and (Hahn, 2020) before.")
+    assert text == ("```{exercise} Title of ex-a\n:label: ex-a\n\nAs Chiang and Cholak (2022) "
+                    "show with lemma “Hahn's lemma”, and (Hahn, 2020, §4) before, as in "
+                    "Self-attention.\n```")
 
 
 @pytest.mark.slow  # runs a whole chapter in a kernel, three times

@@ -1,0 +1,119 @@
+"""The learner's path: every chapter and every student edition opened in JupyterLab (served
+from the book's environment on 127.0.0.1, driven in headless Chromium) shows its MyST rendered
+by jupyterlab-myst, as the book does: no raw directive or role, math typeset, exercise and
+statement boxes, solutions and model answers folded until opened; and "Run All Cells" on a
+short chapter finishes without an error. Screenshots go to _build/lab-screens/."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course.assignments import ANSWER, student_edition
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
+SCREENS = ROOT / "_build" / "lab-screens"
+# A short chapter, run from JupyterLab's Run menu.
+RUN_ALL = "recognizers"
+# A cell of the kind that broke In-context recall's Theorem 5.6 (a line of inline math that
+# starts with "- " becomes a list item, and the math is left as raw TeX), and a directive that
+# jupyterlab-myst does not know.
+BROKEN = ("```{prf:theorem} T\n:label: thm-t\n\nAfter $t \\ge \\max(1,\n- \\ln x)$ steps.\n```"
+          "\n\n```{unknown}\ntext\n```")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """The chapters, their student editions, a broken and a failing notebook, as a learner's
+    folder."""
+    folder = tmp_path_factory.mktemp("lab")
+    for chapter in CHAPTERS:
+        shutil.copy(chapter, folder / chapter.name)
+        book = nbformat.read(chapter, as_version=4)
+        nbformat.write(student_edition(book), folder / f"student-{chapter.name}")
+    broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(BROKEN)])
+    nbformat.write(broken, folder / "broken.ipynb")
+    failing = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in ("x = 1", "x / 0", "print('never')")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nbformat.write(failing, folder / "failing.ipynb")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lab(folder):
+    from lab import browser_page, jupyterlab  # tools/; needs playwright, as the slow checks do
+
+    with jupyterlab(folder) as address, browser_page() as page:
+        yield address, page
+
+
+def expected(notebook: Path) -> dict:
+    """What the notebook's source says JupyterLab should show."""
+    book = nbformat.read(notebook, as_version=4)
+    text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")
+    answers = [c for c in book.cells if ANSWER in c.metadata.get("tags", [])]
+    return {"exercises": text.count("```{exercise}"),
+            "statements": len(re.findall(r"^```\{prf:", text, re.M)),
+            "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
+            "folded": sum(bool(c.metadata.get("jupyter", {}).get("source_hidden"))
+                          for c in answers)}
+
+
+@pytest.mark.slow  # serves JupyterLab and opens every chapter in headless Chromium
+@pytest.mark.parametrize("edition", ["chapter", "student"])
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_notebook_renders_in_jupyterlab_as_in_the_book(lab, folder, chapter, edition):
+    from lab import open_notebook, screenshots
+
+    address, page = lab
+    name = chapter.name if edition == "chapter" else f"student-{chapter.name}"
+    report = open_notebook(page, address, name)
+    want = expected(folder / name)
+    assert not report.problems(), json.dumps(report.problems(), indent=1)
+    assert report.math > 0 and report.admonitions > 0
+    assert report.exercises == want["exercises"] >= 3
+    assert report.statements == want["statements"]
+    assert report.solutions == want["solutions"]
+    assert report.solutions == (want["exercises"] if edition == "chapter" else 0)
+    # the model answers are folded, their first line a comment that gives nothing away
+    assert len(report.collapsed_inputs) == want["folded"]
+    assert want["folded"] == (want["exercises"] if edition == "chapter" else 0)
+    assert all(line.startswith("#") for line in report.collapsed_inputs)
+    screenshots(page, SCREENS, Path(name).stem)
+    if report.solutions:  # screenshots() clicked the first solution open: the check sees it
+        assert len(open_notebook(page, address, name, reopen=False).open_solutions) == 1
+
+
+@pytest.mark.slow
+def test_the_check_sees_raw_markup(lab):
+    from lab import open_notebook
+
+    address, page = lab
+    report = open_notebook(page, address, "broken.ipynb")
+    raw = " ".join(report.problems()["raw markup"])
+    assert "$t \\ge" in raw and "\\max" in raw and "Unknown Directive" in raw, raw
+
+
+@pytest.mark.slow  # runs a chapter in JupyterLab's kernel
+def test_run_all_on_a_short_chapter_finishes_without_error(lab):
+    from lab import open_notebook, run_all
+
+    address, page = lab
+    open_notebook(page, address, f"{RUN_ALL}.ipynb")
+    assert run_all(page) == []
+    page.screenshot(path=SCREENS / f"{RUN_ALL}-run-all.png")
+
+
+@pytest.mark.slow
+def test_run_all_reports_an_error(lab):
+    from lab import open_notebook, run_all
+
+    address, page = lab
+    open_notebook(page, address, "failing.ipynb")
+    [error] = run_all(page)
+    assert "ZeroDivisionError" in error
