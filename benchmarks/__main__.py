@@ -149,6 +149,43 @@ def bench_recall(steps=5):
         print(f"{seeds:>6} {seconds:>8.3f} {seconds * 8000 / 60:>21.1f}")
 
 
+def bench_threads_under_load(busy=2):
+    """One CPU thread against two, on an idle machine and beside ``busy`` processes that keep
+    a core busy each (a laptop with a browser open): the training step of Figure 4 (one epoch
+    of the quick grid) and a sweep of the exact PARITY transformer over lengths (as in the
+    layer-normalization chapter). :func:`companion.runtime.threads` explains the book's
+    choice of one thread."""
+    grid = Grid("first", (10, 30, 100, 300), runs=16)
+    model = parity_transformer()
+    sweep = [random_strings(100, m, generator=set_seed(0)) for m in (9, 99, 999)]
+
+    def evaluate():
+        with torch.no_grad():
+            for w in sweep:
+                model(w)
+
+    work = {"Figure 4 training, 1 epoch": lambda: train_grid(
+                grid, epochs=1, device="cpu", progress=False),
+            "PARITY transformer, 300 strings": evaluate}
+    print(f"\nseconds on the CPU, idle and beside {busy} busy processes")
+    print(f"{'':>34} {'1 thread':>9} {'2 threads':>10}")
+    before = torch.get_num_threads()
+    for load in ("idle", "busy"):
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(busy if load == "busy" else 0)]
+        try:
+            for name, function in work.items():
+                times = []
+                for count in (1, 2):
+                    torch.set_num_threads(count)
+                    times.append(time_call(function, repeats=1))
+                print(f"{name + ', ' + load:>34} {times[0]:>9.2f} {times[1]:>10.2f}")
+        finally:
+            for spinner in spinners:
+                spinner.kill()
+    torch.set_num_threads(before)
+
+
 if __name__ == "__main__":
     bench_parity()
     bench_figure2()
@@ -156,3 +193,4 @@ if __name__ == "__main__":
     bench_self_attention()
     bench_recall()
     bench_training()
+    bench_threads_under_load()

@@ -9,6 +9,8 @@ Two environment variables steer every chapter:
 * ``BOOK_SEED`` (an int, default 0) shifts every seed given to :func:`set_seed` and
   :func:`generator`, so that the whole book can be rerun on other random samples
   (``make robust``): an assertion about a sample must hold for any of them.
+* ``COMPANION_THREADS`` (a positive int, default 1) is the number of CPU threads PyTorch
+  computes with once :func:`set_seed` has run (see :func:`threads`).
 """
 
 import os
@@ -96,6 +98,26 @@ def generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(effective_seed(seed))
 
 
+def threads() -> int:
+    """The number of intra-op CPU threads the book computes with: ``COMPANION_THREADS`` if
+    set, else 1. :func:`set_seed` applies it (``torch.set_num_threads``).
+
+    One thread, because the book's tensors are small. On an idle two-core machine a second
+    thread gains little; on a busy one (a laptop with a browser open) it costs many times over,
+    since every operation waits at a barrier for a thread that the system has not scheduled
+    (the README records the chapters' times). And a reduction split among threads rounds
+    differently with their number, so one thread also prints the same numbers on machines
+    with different numbers of cores."""
+    requested = os.environ.get("COMPANION_THREADS", "1")
+    try:
+        count = int(requested)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"COMPANION_THREADS={requested!r}; expected a positive integer")
+    return count
+
+
 def set_seed(seed: int) -> torch.Generator:
     """Seed Python's, NumPy's and PyTorch's generators (CPU and CUDA) with ``seed``, shifted by
     ``BOOK_SEED`` when that is set (see :func:`effective_seed`).
@@ -104,13 +126,16 @@ def set_seed(seed: int) -> torch.Generator:
     explicit ``generator``. Two runs with the same seed on the same device give the same numbers:
     where CUDA is present this also switches PyTorch to its deterministic kernels (CUDA's atomic
     additions, as in ``scatter_add`` and the backward pass of an embedding, otherwise sum in a
-    varying order), warning about an operation that has none.
+    varying order), warning about an operation that has none. It also sets the number of
+    CPU threads to :func:`threads` (one, unless ``COMPANION_THREADS`` says otherwise).
     """
     if torch.cuda.is_available():
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's condition
         torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.set_num_threads(threads())
     seed = effective_seed(seed)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the global state is what a notebook's numpy uses
     torch.manual_seed(seed)  # also seeds every CUDA device
     return torch.Generator().manual_seed(seed)
+

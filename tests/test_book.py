@@ -154,6 +154,21 @@ def test_book_builds_without_warnings(built_book):
     assert (html / "index.html").exists()
 
 
+@pytest.mark.slow  # needs the executed build
+def test_a_chapter_page_offers_its_notebook_with_and_without_outputs(built_book):
+    """tools/downloads.py: each chapter's download menu links the notebook as executed for the
+    page (with its outputs) and as committed (without)."""
+    returncode, log, html = built_book
+    assert returncode == 0, log
+    for notebook in NOTEBOOKS:
+        page = (html / "book" / f"{notebook.stem}.html").read_text()
+        executed = f"../_downloads/executed/book/{notebook.name}"
+        assert f'href="{executed}"' in page and f'href="../_sources/book/{notebook.name}"' in page
+        with_outputs = json.loads((html / "book" / executed).resolve().read_text())["cells"]
+        assert any(cell.get("outputs") for cell in with_outputs)
+        assert [c["source"] for c in with_outputs] == [c["source"] for c in cells(notebook)]
+
+
 # What axe-core reports that is not ours to fix: Sphinx marks up a bibliography as a list whose
 # entries carry the deprecated role doc-biblioentry, and the theme puts its sidebar outside a
 # landmark. Everything else it finds of impact "serious" or "critical" fails the check.

@@ -85,3 +85,25 @@ def test_describe_profile_fits_the_page_and_names_every_size():
 def test_describe_profile_refuses_a_non_dict():
     with pytest.raises(TypeError, match="sizes must be a dict"):
         runtime.describe_profile([("batch", 10)])
+
+
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_set_seed_computes_on_one_thread_unless_told(monkeypatch, restore_threads):
+    torch.set_num_threads(2)
+    monkeypatch.delenv("COMPANION_THREADS", raising=False)
+    runtime.set_seed(0)
+    assert torch.get_num_threads() == runtime.threads() == 1
+    monkeypatch.setenv("COMPANION_THREADS", "3")
+    runtime.set_seed(0)
+    assert torch.get_num_threads() == 3
+    for bad in ("0", "-2", "two", "1.5", ""):
+        monkeypatch.setenv("COMPANION_THREADS", bad)
+        with pytest.raises(ValueError, match="COMPANION_THREADS"):
+            runtime.set_seed(0)

@@ -3,10 +3,11 @@
 JupyterLab (with jupyterlab-myst, which renders the book's MyST) is served from the book's
 environment on 127.0.0.1 and driven in headless Chromium (Debian's ``chromium``, through
 Playwright), with every request off 127.0.0.1 refused. For each notebook the report counts the
-rendered Markdown cells, the typeset math, the exercise, solution and statement boxes, and
-lists what a learner should never see: MyST or TeX left as raw text, a solution open before it
-is clicked, an answer cell shown in full, a math error. :func:`run_all` runs every cell from
-the menu, as a learner would, and returns the errors shown.
+rendered Markdown cells, the typeset math, the exercise, solution and statement boxes, gives
+the one line that JupyterLab shows of each folded code cell, and lists what a learner should
+never see: MyST or TeX left as raw text, a solution open before it is clicked, a math error.
+:func:`run_all` runs every cell from the menu, as a learner would, and returns the errors
+shown.
 
 Used by the slow test ``tests/test_lab.py``; by hand,
 ``python tools/lab.py book/recognizers.ipynb [SCREENS_DIR]`` prints the report of any notebooks

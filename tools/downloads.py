@@ -1,0 +1,57 @@
+"""What a chapter's page offers for download (a Sphinx extension).
+
+The theme's download menu offers a notebook's source twice (as ``.ipynb`` and as its source
+suffix) and a "print to PDF" of the page. For a chapter, this extension offers instead:
+
+* the notebook as executed for this build, with every output (copied from myst-nb's
+  ``jupyter_execute`` folder into ``_downloads/executed/``);
+* the notebook as committed, without outputs (the source that Sphinx copies to ``_sources``);
+* the page printed to PDF by the browser.
+"""
+
+import shutil
+from pathlib import Path
+
+EXECUTED = "_downloads/executed"
+
+
+def _menu(context) -> dict | None:
+    return next((b for b in context.get("header_buttons", [])
+                 if b.get("label") == "download-buttons"), None)
+
+
+def offer_notebooks(app, pagename, templatename, context, doctree) -> None:
+    """Rewrite the download menu of a page built from a notebook."""
+    menu = _menu(context)
+    if menu is None or context.get("page_source_suffix") != ".ipynb":
+        return
+    pathto = context["pathto"]
+    executed = {"type": "link", "url": f"{pathto(EXECUTED, 1)}/{pagename}.ipynb",
+                "text": "notebook with outputs", "icon": "fas fa-book-open",
+                "tooltip": "Download the notebook as executed for this page, with its outputs",
+                "label": "download-executed-notebook-button"}
+    source = {"type": "link", "url": f"{pathto('_sources', 1)}/{context['sourcename']}",
+              "text": "notebook, no outputs", "icon": "fas fa-code",
+              "tooltip": "Download the notebook as committed, to run yourself",
+              "label": "download-notebook-button"}
+    printed = [b for b in menu["buttons"] if b.get("label") == "download-pdf-button"]
+    menu["buttons"] = [executed, source, *printed]
+
+
+def copy_executed_notebooks(app, exception) -> None:
+    """Copy the notebooks executed for this build next to the pages that offer them."""
+    if exception is not None or app.builder.format != "html":
+        return
+    executed = Path(app.outdir).parent / "jupyter_execute"
+    for docname in app.env.found_docs:
+        notebook = executed / f"{docname}.ipynb"
+        if Path(app.env.doc2path(docname)).suffix == ".ipynb" and notebook.is_file():
+            target = Path(app.outdir, EXECUTED, f"{docname}.ipynb")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(notebook, target)
+
+
+def setup(app):
+    app.connect("html-page-context", offer_notebooks, priority=900)
+    app.connect("build-finished", copy_executed_notebooks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,61 @@
+"""The book's repository, named once (a Sphinx extension).
+
+``_config.yml`` gives the repository's address once, as ``repository.url`` (Jupyter Book hands
+it to the theme as ``html_theme_options["repository_url"]``). This extension turns it into MyST
+substitutions for the book's pages, so that no page repeats the address:
+
+* ``{{ repository }}``: the address, as a link;
+* ``{{ install_in_a_venv }}``: the commands that run a chapter in a fresh virtual environment;
+* ``{{ install_in_colab }}``: the first cell that installs the companion in Google Colab.
+
+The companion library is the distribution ``transformers-formal-languages`` (the name
+``companion`` on PyPI belongs to an unrelated package); it is imported as ``companion``.
+"""
+
+import re
+from pathlib import Path
+
+DISTRIBUTION = "transformers-formal-languages"
+REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
+
+
+def jupyterlab_pins() -> list[str]:
+    """JupyterLab and jupyterlab-myst as requirements.txt pins them."""
+    return re.findall(r"^(jupyterlab(?:-myst)?==\S+)", REQUIREMENTS.read_text(), re.M)
+
+
+def substitutions(url: str, branch: str = "main") -> dict[str, str]:
+    """The MyST substitutions that name the repository at ``url`` (a GitHub address). The
+    commands keep their lines short, to fit the page: the address is set once in each."""
+    requirement = f'"{DISTRIBUTION} @ git+$REPO"'
+    venv = "\n".join([
+        "```bash",
+        "python3 -m venv tfl && . tfl/bin/activate",
+        "# without a CUDA GPU, PyTorch's CPU build is ten times smaller:",
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu",
+        f"REPO={url}",
+        f"pip install {requirement} \\",
+        f"    {' '.join(jupyterlab_pins())}",
+        f"curl -LO $REPO/raw/{branch}/book/recognizers.ipynb",
+        "jupyter lab recognizers.ipynb",
+        "```"])
+    colab = "\n".join([  # IPython expands {REPO} in a magic's line
+        "```python",
+        f'REPO = "{url}"',
+        f'%pip install "{DISTRIBUTION} @ git+{{REPO}}"',
+        "```"])
+    return {"repository": f"<{url}>", "install_in_a_venv": venv, "install_in_colab": colab}
+
+
+def add_substitutions(app, config) -> None:
+    options = config.html_theme_options
+    url = options.get("repository_url", "").rstrip("/")
+    if not url or "executablebooks" in url:  # Jupyter Book's default is its own repository
+        raise ValueError("_config.yml: repository.url must give the book's repository")
+    config.myst_substitutions = {**config.myst_substitutions,
+                                 **substitutions(url, options.get("repository_branch", "main"))}
+
+
+def setup(app):
+    app.connect("config-inited", add_substitutions)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
