@@ -152,8 +152,8 @@ def bench_recall(steps=5):
 def bench_threads_under_load(busy=2):
     """One CPU thread against two, on an idle machine and beside ``busy`` processes that keep
     a core busy each (a laptop with a browser open): the training step of Figure 4 (one epoch
-    of the quick grid) and a sweep of the exact PARITY transformer over lengths (as in the
-    layer-normalization chapter). :func:`companion.runtime.threads` explains the book's
+    of the quick grid) and a sweep of the exact PARITY transformer over lengths (as in
+    *Hahn's lemma and exact solutions*). :func:`companion.runtime.threads` explains the book's
     choice of one thread."""
     grid = Grid("first", (10, 30, 100, 300), runs=16)
     model = parity_transformer()
@@ -183,6 +183,7 @@ def bench_threads_under_load(busy=2):
         finally:
             for spinner in spinners:
                 spinner.kill()
+                spinner.wait()
     torch.set_num_threads(before)
 
 

@@ -103,12 +103,13 @@ def threads() -> int:
     set, else 1. :func:`set_seed` applies it (``torch.set_num_threads``).
 
     One thread, because the book's tensors are small. On an idle two-core machine a second
-    thread gains little; on a busy one (a laptop with a browser open) it costs many times over,
-    since every operation waits at a barrier for a thread that the system has not scheduled
-    (the README records the chapters' times). And a reduction split among threads rounds
-    differently with their number, so one thread also prints the same numbers on machines
-    with different numbers of cores."""
-    requested = os.environ.get("COMPANION_THREADS", "1")
+    thread makes a chapter at most 1.5 times faster; on a busy one (a laptop with a browser
+    open) it made some up to 15 times slower, since every operation waits at a barrier for a
+    thread that the system has not scheduled (the README records the chapters' times). And a
+    reduction split among threads rounds differently with their number, so one thread also
+    prints the same numbers on machines with different numbers of cores. On a many-core
+    machine with nothing else to do, ``COMPANION_THREADS`` can ask for more."""
+    requested = os.environ.get("COMPANION_THREADS") or "1"
     try:
         count = int(requested)
     except ValueError:
@@ -129,11 +130,11 @@ def set_seed(seed: int) -> torch.Generator:
     varying order), warning about an operation that has none. It also sets the number of
     CPU threads to :func:`threads` (one, unless ``COMPANION_THREADS`` says otherwise).
     """
+    seed = effective_seed(seed)  # checks seed before anything is changed
+    torch.set_num_threads(threads())
     if torch.cuda.is_available():
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS's condition
         torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.set_num_threads(threads())
-    seed = effective_seed(seed)
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 -- the global state is what a notebook's numpy uses
     torch.manual_seed(seed)  # also seeds every CUDA device

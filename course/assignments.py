@@ -85,7 +85,7 @@ class StubAnswers(Preprocessor):
 
 
 _EXERCISE = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)\n```", re.S)
-_ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref|numref)\}`(?P<target>[^`]*)`")
+_ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref)\}`(?P<target>[^`]*)`")
 CHAPTERS = BIBLIOGRAPHY.parent
 
 
@@ -94,19 +94,30 @@ def _bibliography() -> str:
     return BIBLIOGRAPHY.read_text()
 
 
-def _citation(target: str, in_text: bool) -> str:
-    """"Chiang and Cholak (2022, §4)" for a citation ``key`` or ``key{post text}`` of the book's
-    bibliography (sphinxcontrib-bibtex's syntax for the section cited)."""
-    parts = re.fullmatch(r"([^{]*)(?:\{(.*)\})?", target, re.S)
-    key, post = parts.groups() if parts else (target, None)
+def _author_year(key: str) -> tuple[str, str] | None:
+    """("Chiang and Cholak", "2022") for a key of the book's bibliography, or None."""
     entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", _bibliography(), re.S)
     if not entry:
-        return target
-    fields = dict(re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1)))
+        return None
+    fields = {name: value.replace("{", "").replace("}", "") for name, value in
+              re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1))}
     names = [name.split(",")[0].strip() for name in fields.get("author", key).split(" and ")]
-    who = " and ".join(names) if len(names) < 3 else f"{names[0]} et al."
-    when = fields.get("year", "") + (f", {' '.join(post.split())}" if post else "")
-    return f"{who} ({when})" if in_text else f"({who}, {when})"
+    return " and ".join(names) if len(names) < 3 else f"{names[0]} et al.", fields.get("year", "")
+
+
+def _citation(target: str, in_text: bool) -> str:
+    """"Chiang and Cholak (2022, §4)" for a citation of one or more keys of the book's
+    bibliography, ``key``, ``key1,key2`` or ``key{post text}`` (sphinxcontrib-bibtex's syntax
+    for the section cited); the target itself where a key is unknown."""
+    parts = re.fullmatch(r"([^{]*)(?:\{(.*)\})?", target, re.S)
+    keys, post = parts.groups() if parts else (target, None)
+    works = [_author_year(key.strip()) for key in keys.split(",")]
+    if None in works:
+        return target
+    post = f", {' '.join(post.split())}" if post else ""
+    if in_text:
+        return "; ".join(f"{who} ({year}{post})" for who, year in works)
+    return "(" + "; ".join(f"{who}, {year}" for who, year in works) + post + ")"
 
 
 @cache
@@ -129,9 +140,10 @@ def exercise_statements(notebook) -> dict[str, str]:
 
 
 def statement_titles(notebook) -> dict[str, str]:
-    """``{label: 'lemma “Its title”'}`` for the sphinx-proof statements of ``notebook``."""
+    """``{label: 'lemma “Its title”'}`` for the sphinx-proof statements and the exercises of
+    ``notebook``."""
     return {label: f"{kind} “{title}”" if title else kind for kind, title, label in
-            re.findall(r"```\{prf:(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
+            re.findall(r"```\{(?:prf:)?(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
                        "\n".join(c.source for c in notebook.cells))}
 
 
@@ -144,8 +156,8 @@ def plain_roles(text: str, titles: dict[str, str]) -> str:
         name, target = match["role"], match["target"]
         if name.startswith("cite"):
             return _citation(target, in_text=name == "cite:t")
-        if text := re.match(r"(.*?)\s*<.*>$", target):  # {ref}`the text <label>`
-            return text.group(1)
+        if shown := re.match(r"(.*?)\s*<.*>$", target):  # {ref}`the text <label>`
+            return shown.group(1)
         if name == "doc":
             return _chapter_title(target)
         return titles.get(target, f"*{target}*")

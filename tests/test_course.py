@@ -5,6 +5,7 @@ notebook made here that every cheat we know of is tried against."""
 import csv
 import json
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from course import hidden
 from course.assignments import (
     ANSWER,
+    BIBLIOGRAPHY,
     CHECK,
     SOLUTION,
     WRITTEN,
@@ -361,6 +363,10 @@ def test_student_edition_has_no_solutions_and_plain_roles(chapter):
     text = "\n".join(cell.source for cell in student.cells)
     assert "{solution" not in text
     assert "{cite:" not in text and "{prf:ref}" not in text and "{doc}" not in text
+    keys = re.findall(r"^@\w+\{([\w-]+),", BIBLIOGRAPHY.read_text(), re.M)
+    markdown = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+    assert not [key for key in keys if key in markdown], "a citation left as its key"
+    assert not re.search(r"\*(ex|thm|lem|def|prop|fig)-[\w-]+\*", markdown), "a bare label"
     assert text.count("```{exercise}") == len(points)  # a box in JupyterLab, as in the book
     for label in points:
         [answer] = tagged(book, ANSWER, label)

@@ -35,11 +35,13 @@ def folder(tmp_path_factory) -> Path:
         shutil.copy(chapter, folder / chapter.name)
         book = nbformat.read(chapter, as_version=4)
         nbformat.write(student_edition(book), folder / f"student-{chapter.name}")
-    broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(BROKEN)])
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(BROKEN)],
+                                      metadata=kernel)
     nbformat.write(broken, folder / "broken.ipynb")
     failing = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(c) for c in ("x = 1", "x / 0", "print('never')")],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+        metadata=kernel)
     nbformat.write(failing, folder / "failing.ipynb")
     return folder
 

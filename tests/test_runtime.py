@@ -103,7 +103,10 @@ def test_set_seed_computes_on_one_thread_unless_told(monkeypatch, restore_thread
     monkeypatch.setenv("COMPANION_THREADS", "3")
     runtime.set_seed(0)
     assert torch.get_num_threads() == 3
-    for bad in ("0", "-2", "two", "1.5", ""):
+    monkeypatch.setenv("COMPANION_THREADS", "")  # set but empty: as if unset
+    runtime.set_seed(0)
+    assert torch.get_num_threads() == 1
+    for bad in ("0", "-2", "two", "1.5"):
         monkeypatch.setenv("COMPANION_THREADS", bad)
         with pytest.raises(ValueError, match="COMPANION_THREADS"):
             runtime.set_seed(0)

@@ -42,7 +42,7 @@ def copy_executed_notebooks(app, exception) -> None:
     """Copy the notebooks executed for this build next to the pages that offer them."""
     if exception is not None or app.builder.format != "html":
         return
-    executed = Path(app.outdir).parent / "jupyter_execute"
+    executed = Path(app.env.mystnb_config.output_folder)
     for docname in app.env.found_docs:
         notebook = executed / f"{docname}.ipynb"
         if Path(app.env.doc2path(docname)).suffix == ".ipynb" and notebook.is_file():
@@ -52,6 +52,7 @@ def copy_executed_notebooks(app, exception) -> None:
 
 
 def setup(app):
+    """Register the extension with Sphinx."""
     app.connect("html-page-context", offer_notebooks, priority=900)
     app.connect("build-finished", copy_executed_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -60,8 +60,8 @@ NOTEBOOK_SCRIPT = r"""() => {
     }
   }
   const boxes = kind => [...document.querySelectorAll('.myst-' + kind)];
-  const title = box => box.querySelector('.myst-exercise-title, .myst-proof-title')
-    .textContent.trim();
+  const title = box => (box.querySelector('.myst-exercise-title, .myst-proof-title')
+    ?.textContent ?? '').trim();
   const solutions = boxes('exercise').filter(box => /^Solution/.test(title(box)));
   // A closed <details> keeps its body laid out, but hidden (content-visibility).
   const visible = el => el !== null && el.checkVisibility({visibilityProperty: true});
@@ -82,6 +82,21 @@ NOTEBOOK_SCRIPT = r"""() => {
     collapsedInputs: [...document.querySelectorAll('.jp-CodeCell .jp-InputPlaceholder')]
       .map(el => el.textContent.trim()),
   };
+}"""
+
+
+# True once every Markdown cell of the open notebook has been rendered by jupyterlab-myst and
+# has stayed so for two seconds (JupyterLab renders a notebook again while its kernel starts,
+# which takes a while on a busy machine).
+RENDERED = """() => {
+  const cells = [...document.querySelectorAll('.jp-MarkdownCell')];
+  const done = cells.every(c => c.querySelector('.jp-InputArea > .myst'))
+    && document.querySelectorAll('.jp-Notebook .jp-Cell').length > 0
+    && !/Initializing|Starting|Connecting/.test(
+         document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')?.textContent ?? '');
+  if (!done) { window.renderedSince = undefined; return false; }
+  window.renderedSince ??= Date.now();
+  return Date.now() - window.renderedSince > 2000;
 }"""
 
 
@@ -181,27 +196,34 @@ def open_notebook(page: Page, lab: str, path: str, timeout: float = 120,
     rendered; returns what it shows. With ``reopen=False``, measure the notebook already open
     (as the learner left it) instead."""
     report = NotebookReport(path)
+    if reopen:
+        _shut_down_kernels(page, lab)
 
     def listen(message):
         if message.type == "error":
             report.console_errors.append(message.text)
 
     page.on("console", listen)
-    if reopen:
-        page.goto(f"{lab}/lab/tree/{path}?reset&token={TOKEN}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
-        page.wait_for_function(
-            """() => { const cells = document.querySelectorAll('.jp-MarkdownCell');
-                       return [...cells].every(
-                         c => c.querySelector('.jp-InputArea > .myst')); }""",
-            timeout=timeout * 1000)
-        page.wait_for_timeout(2000)  # jupyterlab-myst typesets math after it renders
-    measured = page.evaluate(NOTEBOOK_SCRIPT)
-    page.remove_listener("console", listen)
+    try:
+        if reopen:
+            page.goto(f"{lab}/lab/tree/{path}?reset&token={TOKEN}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
+            page.wait_for_function(RENDERED, timeout=timeout * 1000, polling=250)
+        measured = page.evaluate(NOTEBOOK_SCRIPT)
+    finally:
+        page.remove_listener("console", listen)
     for key, value in measured.items():
         setattr(report, re.sub(r"[A-Z]", lambda c: "_" + c[0].lower(), key), value)
     report.console_errors = _upstream_filtered(report.console_errors)
     return report
+
+
+def _shut_down_kernels(page: Page, lab: str) -> None:
+    """Shut down the kernels of the notebooks opened before (each opened notebook starts
+    one)."""
+    headers = {"Authorization": f"token {TOKEN}"}
+    for session in page.request.get(f"{lab}/api/sessions", headers=headers).json():
+        page.request.delete(f"{lab}/api/sessions/{session['id']}", headers=headers)
 
 
 # What JupyterLab and jupyterlab-myst log as errors that is not the book's to fix: a reference
@@ -256,6 +278,8 @@ def screenshots(page: Page, folder: Path, name: str) -> list[Path]:
 
 
 def main(argv: list[str]) -> None:
+    """``python tools/lab.py NOTEBOOK.ipynb... [SCREENS_DIR]``: print each notebook's report
+    and save its screenshots."""
     notebooks = [Path(a) for a in argv if a.endswith(".ipynb")]
     folder = Path(next((a for a in argv if not a.endswith(".ipynb")), "_build/lab-screens"))
     if not notebooks:

@@ -21,7 +21,10 @@ REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
 
 def jupyterlab_pins() -> list[str]:
     """JupyterLab and jupyterlab-myst as requirements.txt pins them."""
-    return re.findall(r"^(jupyterlab(?:-myst)?==\S+)", REQUIREMENTS.read_text(), re.M)
+    pins = re.findall(r"^(jupyterlab(?:-myst)?==\S+)", REQUIREMENTS.read_text(), re.M)
+    if len(pins) != 2:
+        raise ValueError(f"requirements.txt must pin jupyterlab and jupyterlab-myst, got {pins}")
+    return pins
 
 
 def substitutions(url: str, branch: str = "main") -> dict[str, str]:
@@ -48,14 +51,18 @@ def substitutions(url: str, branch: str = "main") -> dict[str, str]:
 
 
 def add_substitutions(app, config) -> None:
+    """Add the substitutions for the repository of ``_config.yml`` to MyST's."""
     options = config.html_theme_options
     url = options.get("repository_url", "").rstrip("/")
-    if not url or "executablebooks" in url:  # Jupyter Book's default is its own repository
-        raise ValueError("_config.yml: repository.url must give the book's repository")
+    if not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url) or url.endswith(".git") \
+            or "executablebooks" in url:  # Jupyter Book's default is its own repository
+        raise ValueError("_config.yml: repository.url must give the book's GitHub repository "
+                         f"as https://github.com/OWNER/NAME, got {url!r}")
     config.myst_substitutions = {**config.myst_substitutions,
                                  **substitutions(url, options.get("repository_branch", "main"))}
 
 
 def setup(app):
+    """Register the extension with Sphinx."""
     app.connect("config-inited", add_substitutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
