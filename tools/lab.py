@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser import CHROMIUM_ARGS, VIEWPORT
+from browser import CHROMIUM_ARGS, VIEWPORT, chromium
 from playwright.sync_api import Page, sync_playwright
 
 TOKEN = "book"
@@ -180,8 +180,7 @@ def browser_page():
     """A headless Chromium page of a reader's size that refuses every request off
     127.0.0.1."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport=VIEWPORT)
         page.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
         try:
