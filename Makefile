@@ -6,7 +6,7 @@ READY := $(VENV)/.ready
 # the course tooling's own dependencies (course/requirements.txt), on top of the book's
 COURSE_READY := $(VENV)/.course-ready
 
-.PHONY: book test lab chromium pdf full robust assignments bench clean
+.PHONY: book test lab chromium latex pdf full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,9 @@ $(COURSE_READY): $(READY) course/requirements.txt
 # $(call build_book,FOLDER,OPTIONS): build the HTML book into FOLDER/_build/html, rereading every
 # page (--all), so a chapter that failed before fails again (a failed notebook is never cached);
 # a build with a failed chapter, or with a page that shows an error traceback, is moved aside
-# to FOLDER/_build/html-failed and the target fails.
+# to FOLDER/_build/html-failed and the target fails. Then the book's PDF, from the same executed
+# notebooks through LaTeX (tools/latexbook.py), into FOLDER/_build/latex/book.pdf, copied to
+# the HTML's root, where every page's download menu links it.
 define build_book
 	$(BIN)/jupyter-book build --all --warningiserror --nitpick --keep-going . \
 		--path-output $(1) $(2) \
@@ -31,12 +33,15 @@ define build_book
 		rm -rf $(1)/_build/html-failed; mv $(1)/_build/html $(1)/_build/html-failed; \
 		echo "the pages above show an error; the build is in $(1)/_build/html-failed"; \
 		exit 1; fi
-	@echo "Open $(1)/_build/html/index.html"
+	$(BIN)/jupyter-book build --builder pdflatex . --path-output $(1) $(2) >$(1)/_build/pdf.log \
+		|| { tail -40 $(1)/_build/pdf.log; echo "the PDF failed; see $(1)/_build/latex/"; exit 1; }
+	cp $(1)/_build/latex/book.pdf $(1)/_build/html/book.pdf
+	@echo "Open $(1)/_build/html/index.html (the book as PDF: $(1)/_build/html/book.pdf)"
 endef
 
 ## book: execute every notebook (cached in _build/.jupyter_cache) and build the HTML book into
-## _build/html
-book: $(READY)
+## _build/html, with the book's PDF (_build/html/book.pdf)
+book: $(READY) latex
 	$(call build_book,.)
 
 ## lab: JupyterLab on the book's chapters, with jupyterlab-myst rendering their MyST (math,
@@ -48,7 +53,7 @@ lab: $(READY)
 ## seeds; the slow whole-book checks last (every chapter executed with the book's seed and the
 ## HTML built from it and checked in Chromium, each chapter's editions graded, every chapter and
 ## student edition opened in JupyterLab, a chapter run from a fresh venv). pytest prints times.
-test: $(COURSE_READY) chromium
+test: $(COURSE_READY) chromium latex
 	$(BIN)/ruff check companion course tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow"
 	BOOK_SEED=1 BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
@@ -63,11 +68,20 @@ chromium:
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
-## pdf: the whole book as one PDF, _build/book.pdf: every page of make book's HTML printed by
-## headless Chromium once MathJax has typeset it, in the table of contents' order; the first
-## pages are rendered to PNG under _build/pdf-pages/ to look at
-pdf: book chromium
-	$(BIN)/python tools/pdf.py _build/html _build/book.pdf _build/pdf-pages
+## latex: TeX Live from Debian, for the book's PDF (installed when missing; about 50 s)
+LATEX_PACKAGES := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+	texlive-xetex latexmk fonts-freefont-otf
+latex:
+	@command -v xelatex >/dev/null && command -v latexmk >/dev/null || { \
+		echo "installing TeX Live for the book's PDF"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install \
+			-y -qq --no-install-recommends $(LATEX_PACKAGES) >/dev/null; }
+
+## pdf: make book, then the PDF's outline and any page whose text runs past its margin, and
+## a few pages rendered to PNG under _build/pdf-pages/ to look at
+pdf: book
+	$(BIN)/python tools/pdf.py _build/html/book.pdf _build/pdf-pages
 
 ## full: the book at the papers' scale (meant for a GPU; see the appendix "Reproducing at full
 ## scale"): every notebook executed once with BOOK_SCALE=full and no time limit per cell, cached

@@ -1,11 +1,93 @@
 """The book's figures. Each function draws on a new figure (or on ``ax`` when given) and returns
-the ``matplotlib.axes.Axes`` it drew on, so a chapter can add to it or save it."""
+the ``matplotlib.axes.Axes`` it drew on, so a chapter can add to it or save it; :func:`show`
+displays a figure as the book does."""
 
+import base64
+import html
+import io
 import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+# The smallest text a figure shows a reader, in CSS pixels (1 pt = 4/3 px): :func:`show` never
+# lets a panel shrink below the size at which its smallest text is this large.
+SMALLEST_TEXT_PX = 10
+
+
+def show(figure) -> None:
+    """Display ``figure`` (a ``Figure``, or the axes a plotting function returned) in a notebook
+    as the book shows its figures, and close it.
+
+    Each panel (an axes, with its color bar) becomes an SVG image of its own, and the panels
+    are laid out in a row that wraps: side by side on a wide screen, one under another on a
+    phone. No panel shrinks below the width at which its smallest text is ``SMALLEST_TEXT_PX``
+    CSS pixels tall (each image carries that text's size in points as ``data-font-pt``, which
+    the book's browser check reads). The whole figure goes along as a PDF, which the book's
+    LaTeX build prints. A legend or title of the whole figure would belong to no panel: put it
+    in a panel (``ax.legend``, ``ax.set_title``)."""
+    from IPython.display import display
+
+    figure = _figure_of(figure)
+    if figure.legends or figure._suptitle is not None or figure.texts:
+        raise ValueError("show() lays a figure out panel by panel: give the legend or title "
+                         "to one of its axes (ax.legend, ax.set_title), not to the figure")
+    renderer = figure.canvas.get_renderer()
+    figure.draw_without_rendering()
+    images = [_panel_image(figure, region, renderer) for region in _panels(figure, renderer)]
+    page = ('<div class="figure-panels" style="display: flex; flex-wrap: wrap; '
+            'justify-content: center; align-items: flex-start; gap: 4px; overflow-x: auto">'
+            + "".join(images) + "</div>")
+    pdf = io.BytesIO()
+    figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})
+    display({"text/html": page, "application/pdf": base64.b64encode(pdf.getvalue()).decode(),
+             "text/plain": repr(figure)}, raw=True)
+    plt.close(figure)
+
+
+def _figure_of(figure) -> Figure:
+    if isinstance(figure, Figure):
+        return figure
+    axes = np.ravel(np.asarray(figure, dtype=object))
+    if axes.size and hasattr(axes[0], "figure") and isinstance(axes[0].figure, Figure):
+        return axes[0].figure
+    raise TypeError(f"figure must be a matplotlib Figure or Axes, got {type(figure).__name__}")
+
+
+def _panels(figure: Figure, renderer) -> list[Bbox]:
+    """The box (display pixels) of each visible axes with its color bars and labels."""
+    colorbars = [ax for ax in figure.axes if hasattr(ax, "_colorbar")]
+    panels = []
+    for ax in figure.axes:
+        if ax in colorbars or not ax.get_visible():
+            continue
+        own = [bar for bar in colorbars if ax in np.ravel(bar._colorbar.mappable.axes)]
+        panels.append(Bbox.union([part.get_tightbbox(renderer) for part in [ax, *own]]))
+    return panels
+
+
+def _panel_image(figure: Figure, region: Bbox, renderer) -> str:
+    """One panel of ``figure`` as an ``<img>`` holding an SVG of that region."""
+    inches = region.padded(4).transformed(figure.dpi_scale_trans.inverted())
+    svg = io.BytesIO()
+    figure.savefig(svg, format="svg", bbox_inches=inches, metadata={"Date": None})
+    sizes = [text.get_fontsize() for text in figure.findobj(Text)
+             if text.get_visible() and text.get_text().strip()
+             and region.overlaps(text.get_window_extent(renderer))]
+    points = min(sizes, default=10.0)
+    width, height = inches.width * 96, inches.height * 96  # CSS pixels: 96 per inch
+    narrowest = width * min(1.0, SMALLEST_TEXT_PX / (points * 96 / 72))
+    titles = [ax.get_title() for ax in figure.axes
+              if ax.get_title() and region.overlaps(ax.get_window_extent(renderer))]
+    source = "data:image/svg+xml;base64," + base64.b64encode(svg.getvalue()).decode()
+    return (f'<img src="{source}" alt="{html.escape(titles[0] if titles else "a panel")}" '
+            f'width="{width:.0f}" height="{height:.0f}" data-font-pt="{points:g}" '
+            f'style="flex: 1 1 {narrowest:.0f}px; min-width: {narrowest:.0f}px; '
+            f'max-width: {width:.0f}px; height: auto">')
 
 
 def _axes(ax, size=(4.5, 3.5)):
@@ -55,7 +137,7 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
     ``counted`` are the counts measured for each ``n`` in ``ns``; ``quadratic`` and ``linear`` are
     the predicted terms (the n² part from QKᵀ and AV, the n part from the projections).
     """
-    ax = _axes(ax, size=(5.5, 4))
+    ax = _axes(ax, size=(4.6, 3.6))
     ax.loglog(ns, counted, "o", color="black", label="counted by PyTorch")
     ax.loglog(ns, quadratic, "-", label=r"$QK^\top$ and $AV$ (grows as $n^2$)")
     ax.loglog(ns, linear, "--", label=r"projections $XW^Q, XW^K, XW^V$ (grows as $n$)")
@@ -79,7 +161,7 @@ def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None)
     ``measured`` maps a label to the measured ``|s|`` at each ``n``; ``predicted`` maps a label
     to a closed-form curve at the same ``n`` (drawn as lines).
     """
-    ax = _axes(ax, size=(5.5, 4))
+    ax = _axes(ax, size=(4.6, 3.6))
     for (label, values), marker in zip(measured.items(), "os^v", strict=False):
         ax.loglog(ns, values, marker, markersize=4, label=label)
     for label, values in (predicted or {}).items():
@@ -95,7 +177,7 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     """Accuracy against string length ``m`` (log axis), one curve per label; ``curves`` maps a
     label to ``{m: accuracy}``. Curves that coincide stay visible: each later one is drawn
     thinner, dashed differently and with smaller markers, on top of the earlier ones."""
-    ax = _axes(ax, size=(5.5, 3.5))
+    ax = _axes(ax, size=(4.6, 3.5))
     styles = [("-", "o", 3.5, 6), ("--", "s", 2.2, 4), (":", "^", 1.4, 3), ("-.", "v", 1, 2)]
     for (label, accuracy), (line, marker, width, size) in zip(
             curves.items(), itertools.cycle(styles)):
@@ -117,7 +199,7 @@ def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None)
     ``k/n`` on ``1^m`` against ``m``. ``measured`` and ``bounds`` map the same keys (dtype names)
     to the measured errors (points; an exact count, error 0, has no point) and the worst-case
     bounds (lines) at each ``m`` in ``ms``; ``where`` names the machine that measured."""
-    ax = _axes(ax, size=(7.5, 3.8))
+    ax = _axes(ax, size=(4.6, 4.2))
     for (key, values), marker in zip(measured.items(), "os^v", strict=False):
         values = np.abs(np.asarray(values, dtype=float))
         points = ax.loglog(ms, np.where(values > 0, values, np.nan), marker, markersize=4,
@@ -128,8 +210,8 @@ def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None)
     ax.set_xlabel("string length m (all 1s, k = m)")
     ax.set_ylabel("|count error| (positions)")
     if where:
-        ax.set_title(f"measured {where}", fontsize=9)
-    ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.set_title(f"measured {where}")
+    ax.legend(frameon=False, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
     return ax
 
@@ -175,22 +257,24 @@ def plot_circuit(circuit, ax=None, input_names=None, title=None):
 
 def plot_class_map(ax=None):
     """The circuit classes as nested regions (after [chiang2024esslli] Fig. 5.2, assuming TC0 !=
-    NC1), with example languages and where transformers sit."""
+    NC1), with example languages and where transformers sit: softmax transformers in TC0 when
+    their numbers have O(log n) bits [merrill2023parallelism]."""
     from matplotlib.patches import FancyBboxPatch
 
-    ax = _axes(ax, size=(7, 4.8))
+    ax = _axes(ax, size=(4.6, 4.4))
     classes = [("NC$^1$", 0.0, 1.0, "#eeeeee"), ("TC$^0$", 0.14, 0.84, "#dbe9f6"),
                ("AC$^0$", 0.28, 0.68, "#b7d4ea")]
     for label, inset, height, color in classes:
         ax.add_patch(FancyBboxPatch((inset, 0), 1 - 2 * inset, height,
                                     boxstyle="round,pad=0.01,rounding_size=0.03",
                                     facecolor=color, edgecolor="black", linewidth=1))
-        ax.text(1 - inset - 0.02, height - 0.03, label, fontsize=13, ha="right", va="top")
-    examples = [(0.42, 0.92, "BFVP, W(S$_5$): NC$^1$-complete"),
-                (0.45, 0.76, "PARITY, MAJORITY\nsoftmax transformers"),
-                (0.5, 0.45, "FIRST"), (0.5, 0.2, "unique-hard attention\ntransformers")]
+        ax.text(1 - inset - 0.02, height - 0.03, label, fontsize=12, ha="right", va="top")
+    examples = [(0.42, 0.915, "BFVP, W(S$_5$):\nNC$^1$-complete"),
+                (0.47, 0.76, "PARITY, MAJORITY;\nsoftmax transformers\n"
+                              "with $O(\\log n)$-bit numbers"),
+                (0.5, 0.47, "FIRST"), (0.5, 0.22, "unique-hard\nattention\ntransformers")]
     for x, y, text in examples:
-        ax.text(x, y, text, ha="center", va="center", fontsize=9.5)
+        ax.text(x, y, text, ha="center", va="center", fontsize=10)
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.05)
     ax.axis("off")
@@ -220,7 +304,7 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss - Bayes loss (nats)" if target else "loss (nats)")
-    ax.legend(fontsize="small")
+    ax.legend()
     if title:
         ax.set_title(title)
     return ax
@@ -230,7 +314,7 @@ def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=Fa
     """Cross-entropy in bits per string against the length ``n`` (positions, with CLS), one
     curve per label of ``curves`` (label -> bits at each ``n``), as in Figure 2 of
     [chiang2022overcoming]; a label starting with "no layer norm" is drawn in red, as there."""
-    ax = _axes(ax, size=(5, 3.5))
+    ax = _axes(ax, size=(4.6, 3.5))
     for label, bits in curves.items():
         color = "C3" if label.startswith("no layer norm") else None
         ax.plot(ns, bits, ".-", markersize=3, label=label, color=color)
@@ -242,7 +326,7 @@ def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=Fa
     ax.set_ylabel("cross-entropy (bits per string)")
     if title:
         ax.set_title(title)
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False)
     return ax
 
 
@@ -282,7 +366,7 @@ def plot_norms_by_depth(curves: dict, ylabel: str, predicted: dict | None = None
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False)
     return ax
 
 
@@ -290,12 +374,12 @@ def plot_local_stretch(distances, stretch: dict, ax=None):
     """Log-log plot of layer normalization's local stretch
     (:func:`companion.layernorm.local_stretch`) against the distance of the input from a
     constant vector, one curve per label of ``stretch`` (label -> stretch at each distance)."""
-    ax = _axes(ax, size=(5, 3.5))
+    ax = _axes(ax, size=(4.6, 3.5))
     for label, values in stretch.items():
         ax.loglog(distances, torch.as_tensor(values).cpu(), ".-", markersize=3, label=label)
     ax.set_xlabel("standard deviation of the input (distance from a constant vector)")
     ax.set_ylabel("largest local stretch")
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False)
     return ax
 
 
@@ -327,7 +411,7 @@ def plot_training_curves(log, axes=None):
             if row == 2:
                 ax.set_xlabel("epoch")
         axes[1][column].set_ylim(0.4, 1.02)
-    axes[0][0].legend(frameon=False, fontsize="small")
+    axes[0][0].legend(frameon=False)
     return axes
 
 

@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,23 +129,33 @@ def test_every_toc_entry_exists():
 
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory):
-    """Execute every chapter (quick profile) and build the HTML, warnings as errors.
+    """Execute every chapter (quick profile) and build the HTML, warnings as errors, then the
+    PDF from the same executed notebooks, as make book does (copied to the HTML's root).
 
-    The notebooks are executed because figure labels ({numref} targets), figures and
-    printed results exist only in executed notebooks; a failing cell fails the build.
-    Returns the build's exit status, its log and the HTML folder."""
+    The notebooks are executed (into a cache of the test's own, so that the PDF reuses them)
+    because figure labels, figures and printed results exist only in executed notebooks; a
+    failing cell fails the build. Returns the builds' exit status, their log and the HTML
+    folder."""
     out = tmp_path_factory.mktemp("book")
-    config_file = write_config(out / "_config.yml", execute="force")
+    config_file = write_config(out / "_config.yml", execute="cache")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run(
-        [str(jupyter_book), "build", str(ROOT), "--config", str(config_file),
-         "--path-output", str(out), "--warningiserror", "--nitpick", "--keep-going"],
-        capture_output=True, text=True, timeout=1800,
-        env={**os.environ, "BOOK_SCALE": "quick"},
-    )
+    logs = ""
+    for builder in ("html", "pdflatex"):
+        result = subprocess.run(
+            [str(jupyter_book), "build", str(ROOT), "--config", str(config_file),
+             "--path-output", str(out), "--builder", builder]
+            + (["--warningiserror", "--nitpick", "--keep-going"] if builder == "html" else []),
+            capture_output=True, text=True, timeout=1800,
+            env={**os.environ, "BOOK_SCALE": "quick"},
+        )
+        logs += result.stdout[-4000:] + result.stderr[-4000:]
+        if result.returncode != 0:
+            break
     html = out / "_build" / "html"
+    if result.returncode == 0:
+        shutil.copyfile(out / "_build" / "latex" / "book.pdf", html / "book.pdf")
     reports = "".join(log.read_text()[-4000:] for log in (html / "reports").glob("**/*.log"))
-    return result.returncode, result.stdout[-4000:] + result.stderr[-4000:] + reports, html
+    return result.returncode, logs + reports, html
 
 
 @pytest.mark.slow  # executes and builds the whole book
@@ -176,19 +187,32 @@ UPSTREAM_ACCESSIBILITY = ("aria-required-children", "aria-deprecated-role",
                           "aria-allowed-role", "region")
 
 
+# The full-scale figures of the appendix "Reproducing at full scale" are PNGs of the runs'
+# notebooks (100 dpi, several panels each), made before companion.plotting.show split figures
+# into SVG panels; their text is too small at either width. They are to be made again by the
+# next full-scale run on a GPU (issue 33), and are the only figures the check lets pass.
+RASTER_FIGURES = {f"../_images/full-{name}.png" for name in (
+    "precision", "figure2", "figure2-far", "figure4", "regular-tasks", "recall-figure1",
+    "recall-figure2")}
+
+
 @pytest.mark.slow  # opens every page of the built book in headless Chromium
 def test_every_page_reads_well_in_a_browser(built_book):
-    """Every page as a reader's browser shows it, offline: no console error, every math span
-    typeset, every image loaded, every internal link and anchor found, nothing wider than the
-    text column, no error output, no serious accessibility violation. The first screen of
-    each page is saved under _build/screens/ to be looked at."""
+    """Every page as a reader's browser shows it, offline, at a desktop's and at a phone's
+    width: no console error, every math span typeset, no TeX or MyST left as text, every image
+    loaded, figure text 10 CSS px or more, every internal link and anchor found, nothing wider
+    than the text column (an equation too long for a phone scrolls in its own box; none does
+    on a desktop), the phone's navigation buttons open, no error output, no serious
+    accessibility violation in the light or the dark theme. The first screen of each page at
+    each width is saved under _build/screens/ to be looked at."""
     from browser import check_book  # needs playwright, which only the slow checks use
 
     returncode, log, html = built_book
     assert returncode == 0, log
     reports = check_book(html, ROOT / "_build" / "screens")
     chapters = {f"book/{p.stem}.html" for p in NOTEBOOKS}
-    assert chapters <= {r.path for r in reports}
+    assert {(c, w) for c in chapters for w in ("desktop", "phone")} <= {
+        (r.path, r.width) for r in reports}
     problems = {}
     for report in reports:
         found = report.problems()
@@ -196,28 +220,86 @@ def test_every_page_reads_well_in_a_browser(built_book):
             v for v in found.get("accessibility", [])
             if v.split(" ")[0] not in UPSTREAM_ACCESSIBILITY
             and ("(serious)" in v or "(critical)" in v)]
+        found["small_figure_text"] = [v for v in found.get("small_figure_text", [])
+                                      if v.split(":")[0] not in RASTER_FIGURES]
         found = {kind: items for kind, items in found.items() if items}
         if report.path in chapters and (report.math == 0 or report.images == 0):
             found["apparatus"] = [f"{report.math} math spans, {report.images} images"]
         if found:
-            problems[report.path] = found
+            problems[f"{report.path} at {report.width}"] = found
     assert not problems, json.dumps(problems, indent=1)
+    scrolling = sorted({(r.path, tex) for r in reports for tex in r.scrolling_equations})
+    print(f"{len(scrolling)} display equations scroll in their box on a phone:",
+          *(f"{path}: {tex}" for path, tex in scrolling), sep="\n  ")
+    # the status column of Execution statistics in words (tools/exectable.py), not emoji
+    statistics = (html / "book" / "execution.html").read_text()
+    assert statistics.count("<p>passed</p>") == len(NOTEBOOKS) and "✅" not in statistics
 
 
-@pytest.mark.slow  # prints every page of the built book with headless Chromium
-def test_the_book_prints_to_one_pdf(built_book, tmp_path):
-    """make pdf's printer: every page in the table of contents' order, math typeset (it
-    refuses a page with untypeset math), and a first page that is not blank."""
-    from pdf import print_book, render_pages
+# In-context recall's Theorem 5.6 as the chapter once wrote it: a line of its inline math
+# starts with "- \\ln", which Markdown reads as a list item, leaving TeX as visible text.
+GARBLED_THEOREM = r"""# A garbled theorem
+
+```{prf:theorem} The two layers divide the work
+:label: thm-garbled
+
+With probability at least $1 - \delta$ over the $M$ training sentences, after
+$t \ge \max\bigl(1, \frac{1}{\eta}\bigl|\ln\bigl(1 - \alpha + \sqrt{\ln(2/\delta)/(2M)}\bigr)
+- \ln\bigl(\alpha - \sqrt{\ln(2/\delta)/(2M)}\bigr)\bigr|\bigr)$ steps of Algorithm 1,
+condition (4) holds.
+```
+"""
+
+
+@pytest.mark.slow  # builds a small book and opens it in headless Chromium
+def test_the_browser_check_sees_tex_left_as_text(tmp_path):
+    """The check that passes the book fails a page that shows TeX as text: the theorem above,
+    built as the book builds its pages (MyST, sphinx-proof, MathJax offline)."""
+    from browser import check_book
+
+    (tmp_path / "index.md").write_text(GARBLED_THEOREM)
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\n")
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump({
+        "title": "garbled", "execute": {"execute_notebooks": "off"},
+        "parse": {"myst_enable_extensions": ["amsmath", "dollarmath"]},
+        "sphinx": {"extra_extensions": ["sphinx_proof", "sphinx-mathjax-offline"]}}))
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    subprocess.run([str(jupyter_book), "build", str(tmp_path)], check=True,
+                   capture_output=True, timeout=300)
+    reports = check_book(tmp_path / "_build" / "html")
+    for width in ("desktop", "phone"):
+        [page] = [r for r in reports if r.path == "index.html" and r.width == width]
+        assert any("\\ln" in found or "\\bigr" in found for found in page.raw_markup), \
+            page.raw_markup
+
+
+@pytest.mark.slow  # needs the executed build and its PDF
+def test_the_pdf_is_a_book(built_book, tmp_path):
+    """The PDF (Jupyter Book's LaTeX route): a title page, the parts and chapters of the table
+    of contents in its outline (the bookmarks), every chapter under its part, no page whose
+    text or images run past the margin, and no solution printed (the PDF is the students'
+    edition). A few pages are rendered under _build/pdf-pages/ to be looked at."""
+    import pypdfium2
+    from pdf import outline, past_the_margin, render_pages
 
     returncode, log, html = built_book
     assert returncode == 0, log
-    count = print_book(html, tmp_path / "book.pdf")
-    assert count > 2 * len(toc_files())
-    [first] = render_pages(tmp_path / "book.pdf", tmp_path, count=1)
-    from PIL import Image
-    darkest, lightest = Image.open(first).convert("L").getextrema()
-    assert darkest < 64 and lightest > 192, "the first page has text on a light background"
+    pdf = html / "book.pdf"
+    marks = outline(pdf, depth=2)
+    parts = [title for level, title, _ in marks if level == 0]
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert parts == [part["caption"] for part in toc["parts"]]
+    chapters = [title for level, title, _ in marks if level == 1]
+    for notebook in NOTEBOOKS:
+        heading = next(line for line in markdown(notebook).splitlines() if line.startswith("# "))
+        assert heading[2:].replace("'", "’") in chapters
+    pages = [page for _, _, page in marks]
+    assert pages == sorted(pages) and pages[0] > 1, "the title page and contents come first"
+    assert past_the_margin(pdf) == []
+    text = "".join(page.get_textpage().get_text_range()
+                   for page in pypdfium2.PdfDocument(str(pdf)))
+    assert "Solution to" not in text and "# Solution (a model answer)" not in text
+    render_pages(pdf, ROOT / "_build" / "pdf-pages")
 
 
 def test_other_builds_change_only_how_the_notebooks_execute(tmp_path):
@@ -228,6 +310,8 @@ def test_other_builds_change_only_how_the_notebooks_execute(tmp_path):
     assert full["execute"] == {**book["execute"], "execute_notebooks": "cache", "timeout": -1}
     for name, folder in full["sphinx"]["local_extensions"].items():
         assert Path(folder).is_absolute() and (Path(folder) / f"{name}.py").is_file()
+    for file in full["sphinx"]["config"]["latex_additional_files"]:
+        assert Path(file).is_absolute() and Path(file).is_file()
     assert {k: v for k, v in full.items() if k not in ("execute", "sphinx")} == {
         k: v for k, v in book.items() if k not in ("execute", "sphinx")}
     for bad in ({"execute": "sometimes"}, {"timeout": 0}, {"timeout": -5}):

@@ -129,3 +129,51 @@ def test_length_generalization_draws_each_variants_mean_and_chance():
     levels = [line.get_ydata()[0] for line in axes[1].get_lines() if line.get_linestyle() == ":"]
     assert levels == [0.2]  # cycle navigation: five classes
     assert axes[1].get_title() == "cycle navigation"
+
+
+def _shown(figure) -> dict:
+    """The MIME bundle plotting.show displays for ``figure``."""
+    from unittest import mock
+    bundles = []
+    with mock.patch("IPython.display.display", lambda bundle, raw: bundles.append(bundle)):
+        plotting.show(figure)
+    [bundle] = bundles
+    return bundle
+
+
+def test_show_makes_one_legible_svg_per_panel_and_a_pdf_of_the_whole():
+    import base64
+    import re
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    left.plot([0, 1], [0, 1])
+    left.set_title("left panel")
+    left.legend(["a line"], fontsize=7.5)
+    image = right.imshow(np.eye(3))
+    fig.colorbar(image, ax=right)  # a color bar stays with its panel
+    bundle = _shown(fig)
+    images = re.findall(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="([^"]*)" '
+                        r'width="(\d+)" height="\d+" data-font-pt="([\d.]+)" '
+                        r'style="flex: 1 1 (\d+)px; min-width: \d+px; max-width: (\d+)px',
+                        bundle["text/html"])
+    assert [alt for _, alt, *_ in images] == ["left panel", "a panel"]
+    for svg, _, width, points, narrowest, widest in images:
+        svg = base64.b64decode(svg).decode()
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+        # no wider than its half of the figure (96 px per inch), and never shown so narrow
+        # that its smallest text falls under 10 CSS pixels
+        assert int(width) == int(widest) <= 4 * 96 + 8
+        assert float(points) * 96 / 72 * int(narrowest) / int(width) >= 10 - 0.05
+    assert [float(points) for *_, points, _, _ in images][0] == 7.5  # the legend's size
+    assert base64.b64decode(bundle["application/pdf"]).startswith(b"%PDF")
+    assert not plt.get_fignums(), "show() closes the figure it displayed"
+
+
+def test_show_accepts_the_axes_a_plotting_function_returns_and_refuses_figure_legends():
+    ax = plot_accuracy_by_length({"a": {10: 1.0, 100: 0.5}})
+    assert _shown(ax)["text/html"].count("<img ") == 1
+    fig, axes = plt.subplots(1, 2)
+    fig.legend(["x"])
+    with pytest.raises(ValueError, match="legend or title"):
+        plotting.show(axes)
+    with pytest.raises(TypeError, match="Figure or Axes"):
+        plotting.show("a figure")

@@ -5,7 +5,8 @@ limit) and the whole-book test (every notebook executed afresh).
     python tools/book_config.py OUT.yml [--execute MODE] [--timeout SECONDS]
 
 Jupyter Book reads a configuration file given with `--config`; its local Sphinx extensions
-are found relative to that file, so their paths are made absolute here.
+(and the files the PDF's LaTeX needs) are found relative to that file, so their paths are made
+absolute here.
 """
 
 import argparse
@@ -31,6 +32,8 @@ def write_config(path: Path, execute: str | None = None, timeout: int | None = N
         config["execute"]["timeout"] = timeout
     config["sphinx"]["local_extensions"] = {
         name: str(ROOT / folder) for name, folder in config["sphinx"]["local_extensions"].items()}
+    sphinx = config["sphinx"]["config"]
+    sphinx["latex_additional_files"] = [str(ROOT / f) for f in sphinx["latex_additional_files"]]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config))

@@ -1,12 +1,15 @@
-"""Open every page of a built HTML book in headless Chromium, as a reader would, and report
-what a reader would meet: console errors, untypeset math, broken images and links, blocks
-wider than the text column, error output, accessibility violations (axe-core).
+"""Open every page of a built HTML book in headless Chromium, as a reader would, at a desktop
+and at a phone width, and report what a reader would meet: console errors, untypeset math,
+TeX or MyST left as visible text, broken images and links, equations or figures wider than the
+text column, figures whose labels are too small to read, navigation that does not open, error
+output, accessibility violations (axe-core, in the light and the dark theme).
 
 Used by the slow checks of `tests/test_book.py`; run by hand with
 `python tools/browser.py _build/html [SCREENS_DIR]` to print the report of a build."""
 
 import functools
 import http.server
+import re
 import shutil
 import sys
 import threading
@@ -15,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urldefrag, urlparse
 
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 # Flags that keep Chromium from reaching for the network on its own (updates, sync, QUIC).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -23,11 +26,39 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-sync"]
 # A reader's window: the theme's text column is at its widest from about 1200 px.
 VIEWPORT = {"width": 1280, "height": 900}
+# The widths a page is read at: a desktop window and a phone (an iPhone 12 to 15 is 390 CSS px
+# wide); at 800 px the theme hides its sidebars behind the same buttons as on a phone.
+WIDTHS = {"desktop": VIEWPORT, "phone": {"width": 390, "height": 844}}
+TABLET = {"width": 800, "height": 1000}
+# Every request that leaves this machine is refused: the book must work offline.
+OFFLINE = re.compile(r"^(?!https?://127\.0\.0\.1[:/]|file://).*")
+# The smallest text a figure may show a reader, in CSS pixels, at any width.
+SMALLEST_FIGURE_TEXT_PX = 10
+
+# MyST or TeX that a reader should never see as text (outside code and typeset math): a
+# directive fence, a role or directive name in braces, a directive option line (":label:"),
+# dollar math, a TeX command. Shared with tools/lab.py's check of JupyterLab.
+RAW_MARKUP = r"""[/```|:::/, /\{[a-z-]+(:[a-z-]+)?\}`?/, /^\s*:[a-z-]+:/m, /\$[^$\s][^$]*\$/,
+   /\\[a-zA-Z]{2,}/]"""
 
 # Everything measured on one page, in the browser, after MathJax has finished.
 PAGE_SCRIPT = """async () => {
   if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
+  const article = document.querySelector('article') || document.body;
+  const column = article.getBoundingClientRect();
   const wide = el => el.scrollWidth > el.clientWidth + 1;
+  const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  // What a reader sees of an element: the box of the nearest ancestor that scrolls or clips.
+  const shown = el => {
+    for (let box = el.parentElement; box && box !== article; box = box.parentElement) {
+      if (getComputedStyle(box).overflowX !== 'visible') { return box; }
+    }
+    return el;
+  };
+  const outside = el => {
+    const box = shown(el).getBoundingClientRect();
+    return box.width > 0 && (box.right > column.right + 1 || box.left < column.left - 1);
+  };
   const name = el => (el.id ? '#' + el.id : '') + ' ' +
       (el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 60);
   const longestLine = el => {
@@ -35,45 +66,105 @@ PAGE_SCRIPT = """async () => {
     return `${el.tagName.toLowerCase()} ${el.scrollWidth}px > ${el.clientWidth}px: `
       + `${line.length} characters: ${line.trim().slice(0, 70)}`;
   };
-  const mathSpans = [...document.querySelectorAll('article span.math, article div.math')];
+  const tex = el => {
+    const items = window.MathJax?.startup?.document?.getMathItemsWithin?.(el) ?? [];
+    return (items[0]?.math ?? name(el)).trim().replace(/\\s+/g, ' ').slice(0, 90);
+  };
+  // The text a reader sees, block by block, outside code and math.
+  const text = article.cloneNode(true);
+  text.querySelectorAll('pre, code, kbd, samp, script, style, textarea, mjx-container, '
+                        + '.math, .highlight').forEach(el => el.remove());
+  const raw = new Set();
+  for (const block of text.querySelectorAll(
+      'p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption, summary')) {
+    const words = block.textContent;
+    for (const pattern of RAW_MARKUP) {
+      const found = words.match(pattern);
+      if (found) {
+        const at = Math.max(0, found.index - 30);
+        raw.add(words.slice(at, found.index + found[0].length + 30).replace(/\\s+/g, ' '));
+      }
+    }
+  }
+  const mathSpans = [...article.querySelectorAll('span.math, div.math')];
+  const equations = [...article.querySelectorAll('mjx-container[display="true"]')];
+  const images = [...article.querySelectorAll('img')];
+  const figures = [...article.querySelectorAll('figure img, .cell_output img')];
+  // The smallest text of a figure as shown: companion.plotting.show writes its size in points
+  // (data-font-pt); a raster figure names the height of its smallest text in its own pixels
+  // (class figure-text-<N>px).
+  const textPx = img => {
+    const shown = img.getBoundingClientRect().width / img.naturalWidth;
+    const points = parseFloat(img.dataset.fontPt);
+    const pixels = [...img.classList].map(c => c.match(/^figure-text-(\\d+)px$/))
+      .find(Boolean);
+    return points ? points * 96 / 72 * shown : pixels ? parseFloat(pixels[1]) * shown : null;
+  };
   return {
     math: mathSpans.length,
     untypeset: mathSpans.filter(el => !el.querySelector('mjx-container')).map(name),
     mathErrors: [...document.querySelectorAll('mjx-merror')].map(name),
-    images: [...document.querySelectorAll('article img')].map(img => ({
-      src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0
-           && img.getBoundingClientRect().width > 0})),
-    wide: [...document.querySelectorAll('article pre, article .cell_output, article table')]
-      .filter(wide).map(longestLine),
+    raw: [...raw],
+    images: images.map(img => ({
+      src: (img.getAttribute('src') || '').slice(0, 80),
+      ok: img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width > 0})),
+    figureText: figures.map(img => ({
+      src: (img.getAttribute('src') || '').slice(0, 80), textPx: textPx(img)})),
+    wide: [...article.querySelectorAll('pre, .cell_output, table')]
+      .filter(el => wide(el) && !outside(el)).map(longestLine),
+    overflow: [
+      ...equations.filter(el => outside(el) || (wide(el) && !scrolls(el))).map(tex),
+      ...[...article.querySelectorAll('img, figure, pre, table, .cell_output')]
+        .filter(outside).map(name),
+      // a figure's panels fit the column: they never scroll sideways
+      ...[...article.querySelectorAll('.figure-panels')].filter(wide)
+        .map(el => 'figure panels scroll: ' + name(el.closest('figure') || el))],
+    scrollingEquations: equations.filter(el => wide(el) && scrolls(el)).map(tex),
     errorOutput: [...document.querySelectorAll(
       '.output.traceback, .output.stderr, .output.error')].map(name),
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     ids: [...document.querySelectorAll('[id]')].map(el => el.id),
   };
+}""".replace("RAW_MARKUP", RAW_MARKUP)
+
+# At a phone's width the theme hides the table of contents and the page's sections behind two
+# buttons (☰ and "on this page") that open them as dialogs: whether one is open, with links.
+DIALOG_SCRIPT = """(which) => {
+  const dialog = document.getElementById('pst-' + which + '-sidebar-modal');
+  return dialog !== null && dialog.open && dialog.getBoundingClientRect().width > 0
+    && dialog.querySelectorAll('a[href]').length > 0;
 }"""
 
 
 @dataclass
 class PageReport:
-    """What one page showed in the browser."""
+    """What one page showed in the browser at one width ("desktop" or "phone")."""
 
     path: str
+    width: str = "desktop"
     console_errors: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
     math: int = 0
     untypeset: list[str] = field(default_factory=list)
     math_errors: list[str] = field(default_factory=list)
+    raw_markup: list[str] = field(default_factory=list)
     broken_images: list[str] = field(default_factory=list)
     images: int = 0
+    small_figure_text: list[str] = field(default_factory=list)
     wide: list[str] = field(default_factory=list)
+    overflow: list[str] = field(default_factory=list)
+    scrolling_equations: list[str] = field(default_factory=list)
+    navigation: list[str] = field(default_factory=list)
     error_output: list[str] = field(default_factory=list)
     broken_links: list[str] = field(default_factory=list)
     accessibility: list[str] = field(default_factory=list)
 
     def problems(self) -> dict[str, list[str]]:
-        """Every kind of problem found on the page, by name (empty when the page is clean)."""
-        kinds = ["console_errors", "failed_requests", "untypeset", "math_errors",
-                 "broken_images", "wide", "error_output", "broken_links", "accessibility"]
+        """Every kind of problem found on the page, by name (empty when the page is clean).
+        An equation too long for a phone's column that scrolls in its own box is not one."""
+        kinds = ["console_errors", "failed_requests", "untypeset", "math_errors", "raw_markup",
+                 "broken_images", "small_figure_text", "wide", "overflow", "navigation",
+                 "error_output", "broken_links", "accessibility"]
         return {kind: getattr(self, kind) for kind in kinds if getattr(self, kind)}
 
 
@@ -92,11 +183,44 @@ def chromium() -> str:
     return path
 
 
-def check_book(html: Path, screens: Path | None = None) -> list[PageReport]:
-    """Serve `html` on 127.0.0.1, open every page, and report what each one showed.
+def launch(playwright):
+    """Debian's Chromium, headless, kept from reaching for the network on its own."""
+    return playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
 
-    Requests that leave 127.0.0.1 are refused, so math must typeset from the built site.
-    With `screens`, the first screen of each page is saved there as a PNG."""
+
+def offline(target) -> None:
+    """Refuse every request of a Playwright page or context that leaves this machine."""
+    target.route(OFFLINE, lambda route: route.abort())
+
+
+def navigation_problems(page: Page, tap: bool) -> list[str]:
+    """Tap (or click) the visible ☰ and "on this page" buttons; what did not open its dialog.
+    A page without sections has no "on this page" button; every page has ☰."""
+    problems = []
+    for which, label in (("primary", "the table of contents (☰)"),
+                         ("secondary", "on this page")):
+        button = page.locator(f".{which}-toggle:visible").first
+        if button.count() == 0:
+            if which == "primary":
+                problems.append(f"no visible button opens {label}")
+            continue
+        button.tap() if tap else button.click()
+        page.wait_for_timeout(300)
+        if not page.evaluate(DIALOG_SCRIPT, which):
+            problems.append(f"{label} does not open")
+        page.keyboard.press("Escape")
+    return problems
+
+
+def check_book(html: Path, screens: Path | None = None) -> list[PageReport]:
+    """Serve `html` on 127.0.0.1, open every page at each of WIDTHS, and report what each one
+    showed.
+
+    Requests that leave 127.0.0.1 are refused, so math must typeset from the built site. At
+    the phone's width the navigation buttons are tapped on every page, and clicked at 800 px
+    on the first; axe-core runs at the desktop width, in the light theme and for colour
+    contrast in the dark one. With `screens`, the first screen of each page at each width is
+    saved there as a PNG."""
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -104,59 +228,101 @@ def check_book(html: Path, screens: Path | None = None) -> list[PageReport]:
     reports, links = [], {}
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-            context = browser.new_context(viewport=VIEWPORT)
-            context.route("**/*", lambda route: route.continue_()
-                          if route.request.url.startswith(base) else route.abort())
-            axe = Axe()
-            for path in pages(html):
-                report = PageReport(path)
-                page = context.new_page()
-                page.on("console", lambda m, r=report: m.type == "error"
-                        and r.console_errors.append(m.text))
-                page.on("pageerror", lambda e, r=report: r.console_errors.append(str(e)))
-                page.on("requestfailed", lambda q, r=report: r.failed_requests.append(q.url))
-                page.on("response", lambda q, r=report: q.status >= 400
-                        and r.failed_requests.append(f"{q.status} {q.url}"))
-                page.goto(base + path, wait_until="load")
-                seen = page.evaluate(PAGE_SCRIPT)
-                report.math = seen["math"]
-                report.untypeset = seen["untypeset"]
-                report.math_errors = seen["mathErrors"]
-                report.images = len(seen["images"])
-                report.broken_images = [i["src"] for i in seen["images"] if not i["ok"]]
-                report.wide = seen["wide"]
-                report.error_output = seen["errorOutput"]
-                # axe reads the style sheets itself, and resolves the theme's @import
-                # against the page: what it requests is not what a reader's browser does.
-                reader_saw = list(report.console_errors), list(report.failed_requests)
-                report.accessibility = [
-                    f"{v['id']} ({v['impact']}): {len(v['nodes'])} x "
-                    f"{v['nodes'][0]['target']}"
-                    for v in axe.run(page).response["violations"]]
-                report.console_errors, report.failed_requests = reader_saw
-                links[base + path] = (set(seen["ids"]), seen["links"], report)
-                if screens is not None:
-                    screens.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=screens / (path.replace("/", "_") + ".png"))
-                page.close()
-                reports.append(report)
+            browser = launch(playwright)
+            for width, viewport in WIDTHS.items():
+                phone = width == "phone"
+                context = browser.new_context(viewport=viewport, is_mobile=phone,
+                                              has_touch=phone)
+                offline(context)
+                for path in pages(html):
+                    shot = None if screens is None else (
+                        screens / f"{width}-{path.replace('/', '_')}.png")
+                    report = PageReport(path, width)
+                    links[(base + path, width)] = _check_page(context, base + path, report,
+                                                              shot)
+                    reports.append(report)
+                context.close()
+            context = browser.new_context(viewport=TABLET)
+            offline(context)
+            page = context.new_page()
+            page.goto(base + pages(html)[0], wait_until="load")
+            reports[0].navigation += [f"at {TABLET['width']} px: {problem}"
+                                      for problem in navigation_problems(page, tap=False)]
             browser.close()
     finally:
         server.shutdown()
-    for _, targets, report in links.values():
+    anchors = {url: ids for (url, width), (ids, _) in links.items() if width == "desktop"}
+    for report in reports:
+        targets = links[(base + report.path, report.width)][1]
         report.broken_links = sorted({link for link in targets
-                                      if _broken(link, base, html, links)})
+                                      if _broken(link, base, html, anchors)})
     return reports
 
 
-def _broken(link: str, base: str, html: Path, pages_seen: dict) -> bool:
+def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
+    """Open `url`, fill `report` with what it shows; the page's ids and links."""
+    page = context.new_page()
+    page.on("console", lambda m: m.type == "error" and report.console_errors.append(m.text))
+    page.on("pageerror", lambda e: report.console_errors.append(str(e)))
+    page.on("requestfailed", lambda q: report.failed_requests.append(q.url))
+    page.on("response", lambda q: q.status >= 400
+            and report.failed_requests.append(f"{q.status} {q.url}"))
+    page.goto(url, wait_until="load")
+    seen = page.evaluate(PAGE_SCRIPT)
+    report.math = seen["math"]
+    report.untypeset = seen["untypeset"]
+    report.math_errors = seen["mathErrors"]
+    report.raw_markup = seen["raw"]
+    report.images = len(seen["images"])
+    report.broken_images = [i["src"] for i in seen["images"] if not i["ok"]]
+    report.small_figure_text = [
+        f"{i['src']}: " + ("text size unknown" if i["textPx"] is None
+                           else f"smallest text {i['textPx']:.1f} px")
+        for i in seen["figureText"]
+        if i["textPx"] is None or i["textPx"] < SMALLEST_FIGURE_TEXT_PX - 0.05]
+    report.overflow = seen["overflow"]
+    report.scrolling_equations = seen["scrollingEquations"]
+    report.error_output = seen["errorOutput"]
+    if report.width == "desktop":
+        # Code and tables scroll sideways on a phone, as everywhere; on a desktop they fit.
+        report.wide = seen["wide"]
+        report.overflow += [f"scrolls at a desktop's width: {tex}"
+                            for tex in report.scrolling_equations]
+        report.accessibility = _accessibility(page, report)
+    else:
+        report.navigation = navigation_problems(page, tap=True)
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=screenshot)
+    page.close()
+    return set(seen["ids"]), seen["links"]
+
+
+def _accessibility(page: Page, report: PageReport) -> list[str]:
+    """axe-core's violations in the light theme, and its colour-contrast ones in the dark."""
+    # axe reads the style sheets itself, and resolves the theme's @import against the page:
+    # what it requests is not what a reader's browser does.
+    reader_saw = list(report.console_errors), list(report.failed_requests)
+    axe = Axe()
+    found = [f"{v['id']} ({v['impact']}): {len(v['nodes'])} x {v['nodes'][0]['target']}"
+             for v in axe.run(page).response["violations"]]
+    page.evaluate("document.documentElement.dataset.theme = 'dark'")
+    found += [f"dark theme: {v['id']} ({v['impact']}): {len(v['nodes'])} x "
+              f"{v['nodes'][0]['target']}"
+              for v in axe.run(page, options={"runOnly": ["color-contrast"]})
+              .response["violations"]]
+    page.evaluate("document.documentElement.dataset.theme = 'light'")
+    report.console_errors, report.failed_requests = reader_saw
+    return found
+
+
+def _broken(link: str, base: str, html: Path, anchors: dict) -> bool:
     """Whether an internal link misses its page or its anchor (external links are not ours)."""
     if not link.startswith(base):
         return False
     target, anchor = urldefrag(link)
-    if target in pages_seen:
-        return bool(anchor) and anchor not in pages_seen[target][0]
+    if target in anchors:
+        return bool(anchor) and anchor not in anchors[target]
     local = html / urlparse(target).path.lstrip("/")
     if local.is_dir():
         local = local / "index.html"
@@ -172,9 +338,11 @@ if __name__ == "__main__":
     html = Path(sys.argv[1])
     screens = Path(sys.argv[2]) if len(sys.argv) > 2 else None
     for report in check_book(html, screens):
-        print(f"{report.path}: {report.math} math, {report.images} images")
+        print(f"{report.path} at {report.width}: {report.math} math, {report.images} images")
         for kind, found in report.problems().items():
             for item in found[:8]:
                 print(f"  {kind}: {item}")
             if len(found) > 8:
                 print(f"  {kind}: ... {len(found) - 8} more")
+        for equation in report.scrolling_equations:
+            print(f"  scrolls in its box: {equation}")

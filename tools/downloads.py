@@ -6,13 +6,15 @@ suffix) and a "print to PDF" of the page. For a chapter, this extension offers i
 * the notebook as executed for this build, with every output (copied from myst-nb's
   ``jupyter_execute`` folder into ``_downloads/executed/``);
 * the notebook as committed, without outputs (the source that Sphinx copies to ``_sources``);
-* the page printed to PDF by the browser.
+* the book's PDF (``make pdf``; ``book.pdf`` at the site's root), which every page offers in
+  place of the browser's print of the page.
 """
 
 import shutil
 from pathlib import Path
 
 EXECUTED = "_downloads/executed"
+PDF = "book.pdf"
 
 
 def _menu(context) -> dict | None:
@@ -20,12 +22,19 @@ def _menu(context) -> dict | None:
                  if b.get("label") == "download-buttons"), None)
 
 
-def offer_notebooks(app, pagename, templatename, context, doctree) -> None:
-    """Rewrite the download menu of a page built from a notebook."""
+def offer_downloads(app, pagename, templatename, context, doctree) -> None:
+    """Rewrite the download menu of a page: the book's PDF, and a chapter's notebooks."""
     menu = _menu(context)
-    if menu is None or context.get("page_source_suffix") != ".ipynb":
+    if menu is None:
         return
     pathto = context["pathto"]
+    book = {"type": "link", "url": pathto(PDF, 1), "text": "the book as PDF",
+            "icon": "fas fa-file-pdf", "tooltip": "Download the whole book as one PDF",
+            "label": "download-book-pdf-button"}
+    if context.get("page_source_suffix") != ".ipynb":
+        menu["buttons"] = [*(b for b in menu["buttons"]
+                             if b.get("label") != "download-pdf-button"), book]
+        return
     executed = {"type": "link", "url": f"{pathto(EXECUTED, 1)}/{pagename}.ipynb",
                 "text": "notebook with outputs", "icon": "fas fa-book-open",
                 "tooltip": "Download the notebook as executed for this page, with its outputs",
@@ -34,8 +43,7 @@ def offer_notebooks(app, pagename, templatename, context, doctree) -> None:
               "text": "notebook, no outputs", "icon": "fas fa-code",
               "tooltip": "Download the notebook as committed, to run yourself",
               "label": "download-notebook-button"}
-    printed = [b for b in menu["buttons"] if b.get("label") == "download-pdf-button"]
-    menu["buttons"] = [executed, source, *printed]
+    menu["buttons"] = [executed, source, book]
 
 
 def copy_executed_notebooks(app, exception) -> None:
@@ -53,6 +61,6 @@ def copy_executed_notebooks(app, exception) -> None:
 
 def setup(app):
     """Register the extension with Sphinx."""
-    app.connect("html-page-context", offer_notebooks, priority=900)
+    app.connect("html-page-context", offer_downloads, priority=900)
     app.connect("build-finished", copy_executed_notebooks)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

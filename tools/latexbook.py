@@ -1,0 +1,116 @@
+"""The book as one LaTeX document (a Sphinx extension; only the LaTeX builder is affected).
+
+* A students' edition: the solutions are left out (and, through sphinx-jupyterbook-latex,
+  the model-answer cells, which are tagged hide-cell).
+* One bibliography. Every chapter ends with a bibliography of the works it cites and the
+  appendix lists them all; LaTeX gathers every bibliography entry at the end of the book, so
+  each work would be listed several times. Here each work is kept once (from the fullest
+  bibliography, the appendix's), every citation links to that entry, and the sections left
+  empty (each chapter's References, the Bibliography and Index pages, which LaTeX replaces
+  with its own bibliography and index) are dropped.
+* Theorem numbers. sphinx-proof finds the chapter of a theorem by comparing section names
+  with the chapter's title, which fails when the title has an apostrophe (smart quotes change
+  the title, not the name) or when a section repeats the title: the theorem is printed
+  without its number and links to it go nowhere. Here the chapter is the nearest enclosing
+  node that records its document.
+* Proofs get the title "Proof" (sphinx-proof's proof box has none, so LaTeX printed an empty
+  title bar).
+"""
+
+import re
+from collections import Counter
+
+import sphinx_proof.nodes
+from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx_exercise.nodes import solution_node
+from sphinxcontrib.bibtex.nodes import raw_latex
+
+_CITE = re.compile(r"cite\.([^}]*)")
+
+
+def _docname(env, node, parent_tag=None):
+    """The document of ``node``: the nearest enclosing node that records one (stands in for
+    sphinx-proof's ``find_parent``, with its signature)."""
+    while node is not None:
+        node = node.parent
+        if node is not None and node.get("docname"):
+            return node["docname"]
+    return None
+
+
+def _empty(node) -> bool:
+    """Whether ``node`` prints nothing but a title."""
+    return isinstance(node, (nodes.title, nodes.target, nodes.comment)) or (
+        isinstance(node, nodes.container) and all(map(_empty, node.children)))
+
+
+class OneBibliography(SphinxPostTransform):
+    """Each work once in the PDF's bibliography, every citation linked to it; the sections
+    left empty are dropped."""
+
+    # before sphinx-jupyterbook-latex (700) flattens the root document's sections and
+    # before Sphinx (750) gathers the citations at the end of the book
+    default_priority = 690
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        citations = list(self.document.findall(nodes.citation))
+        if not citations:
+            return
+        fullest = Counter(c["docname"] for c in citations).most_common(1)[0][0]
+        ordered = sorted(citations, key=lambda c: c["docname"] != fullest)  # stable
+        kept, target = {}, {}
+        for citation in ordered:
+            label = citation[0].astext()
+            first = kept.setdefault(label, citation)
+            target[f"{citation['docname']}:{citation['ids'][0]}"] = (
+                f"{first['docname']}:{first['ids'][0]}")
+        for link in self.document.findall(raw_latex):  # sphinxcontrib-bibtex's \hyperlink{cite.
+            link.rawsource = _CITE.sub(lambda m: "cite." + target.get(m[1], m[1]), link.rawsource)
+        for citation in citations:
+            citation.parent.remove(citation)
+        self.document.extend(kept.values())
+        for section in reversed(list(self.document.findall(nodes.section))):
+            if all(map(_empty, section.children)):
+                section.parent.remove(section)
+
+
+class ProofTitle(SphinxPostTransform):
+    """sphinx-proof's proof box has no title (its first paragraph starts "Proof. "), so LaTeX
+    prints an empty title bar: the title becomes "Proof"."""
+
+    default_priority = 690
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        for box in self.document.findall(nodes.admonition):
+            first = box[0] if len(box) else None
+            if "proof" not in box["classes"] or not isinstance(first, nodes.paragraph):
+                continue
+            text = first[0]
+            name, dot, rest = text.astext().partition(". ")
+            if isinstance(text, nodes.Text) and dot and name.lower() in box["classes"]:
+                first.replace(text, nodes.Text(rest))
+                box.insert(0, nodes.title(name, name))
+
+
+class StudentEdition(SphinxPostTransform):
+    """The PDF is the students' edition: no solutions (the model-answer cells, tagged
+    hide-cell, are already left out by sphinx-jupyterbook-latex)."""
+
+    default_priority = 690
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        for solution in list(self.document.findall(solution_node)):
+            solution.parent.remove(solution)
+
+
+def setup(app):
+    """Register the extension with Sphinx."""
+    sphinx_proof.nodes.find_parent = _docname
+    app.add_post_transform(OneBibliography)
+    app.add_post_transform(ProofTitle)
+    app.add_post_transform(StudentEdition)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
