@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import itertools
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -210,7 +211,7 @@ def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None)
     ax.set_xlabel("string length m (all 1s, k = m)")
     ax.set_ylabel("|count error| (positions)")
     if where:
-        ax.set_title(f"measured {where}")
+        ax.set_title(textwrap.fill(f"measured {where}", 40))
     ax.legend(frameon=False, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
     return ax

@@ -307,6 +307,7 @@ def _accessibility(page: Page, report: PageReport) -> list[str]:
     found = [f"{v['id']} ({v['impact']}): {len(v['nodes'])} x {v['nodes'][0]['target']}"
              for v in axe.run(page).response["violations"]]
     page.evaluate("document.documentElement.dataset.theme = 'dark'")
+    page.wait_for_timeout(500)  # the theme's colours change with a transition
     found += [f"dark theme: {v['id']} ({v['impact']}): {len(v['nodes'])} x "
               f"{v['nodes'][0]['target']}"
               for v in axe.run(page, options={"runOnly": ["color-contrast"]})
