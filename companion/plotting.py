@@ -40,8 +40,10 @@ def show(figure) -> None:
     renderer = figure.canvas.get_renderer()
     figure.draw_without_rendering()
     images = [_panel_image(figure, region, renderer) for region in _panels(figure, renderer)]
+    # Auto margins centre the panels; unlike justify-content: center, they never push a panel
+    # out of reach on the left when the row is too narrow for it.
     page = ('<div class="figure-panels" style="display: flex; flex-wrap: wrap; '
-            'justify-content: center; align-items: flex-start; gap: 4px; overflow-x: auto">'
+            'align-items: flex-start; gap: 4px; overflow-x: auto">'
             + "".join(images) + "</div>")
     pdf = io.BytesIO()
     figure.savefig(pdf, format="pdf", metadata={"CreationDate": None})
@@ -88,7 +90,7 @@ def _panel_image(figure: Figure, region: Bbox, renderer) -> str:
     return (f'<img src="{source}" alt="{html.escape(titles[0] if titles else "a panel")}" '
             f'width="{width:.0f}" height="{height:.0f}" data-font-pt="{points:g}" '
             f'style="flex: 1 1 {narrowest:.0f}px; min-width: {narrowest:.0f}px; '
-            f'max-width: {width:.0f}px; height: auto">')
+            f'max-width: {width:.0f}px; height: auto; margin: 0 auto">')
 
 
 def _axes(ax, size=(4.5, 3.5)):
@@ -151,7 +153,7 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
 
 def plot_position_embedding(pe, ax=None, title=None):
     """Heat map of a position embedding ``pe: [n, d]``: positions down, dimensions across."""
-    ax, _ = _heat_map(pe, ax, (5.5, 4), ("dimension j", "position i", "PE(i)[j]"), title,
+    ax, _ = _heat_map(pe, ax, (4.6, 3.6), ("dimension j", "position i", "PE(i)[j]"), title,
                       cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="none")
     return ax
 
@@ -378,7 +380,7 @@ def plot_local_stretch(distances, stretch: dict, ax=None):
     ax = _axes(ax, size=(4.6, 3.5))
     for label, values in stretch.items():
         ax.loglog(distances, torch.as_tensor(values).cpu(), ".-", markersize=3, label=label)
-    ax.set_xlabel("standard deviation of the input (distance from a constant vector)")
+    ax.set_xlabel("standard deviation of the input\n(its distance from a constant vector)")
     ax.set_ylabel("largest local stretch")
     ax.legend(frameon=False)
     return ax
