@@ -95,6 +95,47 @@ def test_markup_that_jupyterlab_renders_as_the_book_does(notebook):
         assert "<" in target or target in here, f"{{{role}}}`{target}` needs a text"
 
 
+def _checks(notebook: Path) -> dict[str, str]:
+    """The check targets ``(check-X)=`` of a chapter, each with the source of the code cells
+    it stands before (up to the next Markdown cell)."""
+    found, cell_list = {}, cells(notebook)
+    for index, cell in enumerate(cell_list):
+        if cell["cell_type"] != "markdown":
+            continue
+        following = []
+        for after in cell_list[index + 1:]:
+            if after["cell_type"] != "code":
+                break
+            following.append("".join(after["source"]))
+        for name in re.findall(r"^\((check-[\w-]+)\)=$", "".join(cell["source"]), re.M):
+            found[name] = "\n".join(following)
+    return found
+
+
+def test_every_erratum_has_its_note_and_every_note_its_entry():
+    """The Errata appendix and the chapters point at each other: every entry (erratum-X) is
+    cited by a margin note in a chapter and every note's reference has an entry; each entry
+    gives the printed form, the corrected one, its evidence (a link to a check that stands
+    before a code cell) and its status, and a confirmed one's check asserts."""
+    errata = (ROOT / "book" / "errata.md").read_text()
+    entries = re.findall(r"^\(erratum-([\w-]+)\)=$", errata, re.M)
+    assert entries and len(entries) == len(set(entries))
+    notes, checks = set(), {}
+    for notebook in NOTEBOOKS:
+        notes.update(re.findall(r"<erratum-([\w-]+)>`", markdown(notebook)))
+        checks.update(_checks(notebook))
+    assert set(entries) == notes
+    for block in re.split(r"^\(erratum-", errata, flags=re.M)[1:]:
+        name = block.split(")", 1)[0]
+        for part in ("**Printed.**", "**Corrected.**", "**Evidence.**", "**Status.**"):
+            assert part in block, (name, part)
+        links = re.findall(r"<(check-[\w-]+)>`", block)
+        assert links and all(checks.get(link) for link in links), (name, links)
+        [status] = re.findall(r"\*\*Status\.\*\* (Confirmed|Argued)", block)
+        if status == "Confirmed":
+            assert any("assert " in checks[link] for link in links), name
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_code_fits_the_page(notebook):
     """The HTML theme shows about 80 characters of code before it scrolls sideways."""
@@ -168,9 +209,13 @@ def test_book_builds_without_warnings(built_book):
 @pytest.mark.slow  # needs the executed build
 def test_a_chapter_page_offers_its_notebook_with_and_without_outputs(built_book):
     """tools/downloads.py: each chapter's download menu links the notebook as executed for the
-    page (with its outputs) and as committed (without)."""
+    page (with its outputs) and as committed (without); every chapter and appendix links the
+    book's PDF (Sphinx's generated index pages have no download menu)."""
     returncode, log, html = built_book
     assert returncode == 0, log
+    for page in (html / "book").glob("*.html"):  # every page of the book's own
+        assert 'href="../book.pdf"' in page.read_text(), page.name
+    assert (html / "book.pdf").read_bytes().startswith(b"%PDF")
     for notebook in NOTEBOOKS:
         page = (html / "book" / f"{notebook.stem}.html").read_text()
         executed = f"../_downloads/executed/book/{notebook.name}"
@@ -298,7 +343,12 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     assert past_the_margin(pdf) == []
     text = "".join(page.get_textpage().get_text_range()
                    for page in pypdfium2.PdfDocument(str(pdf)))
-    assert "Solution to" not in text and "# Solution (a model answer)" not in text
+    assert "Solution to" not in text
+    # the first line of every model answer's cell, printed only where For instructors shows it
+    answer = "# Solution (a model answer)"
+    instructors = (ROOT / "book" / "instructors.md").read_text().splitlines()
+    assert [line.strip() for line in text.splitlines()].count(answer) == \
+        [line.strip() for line in instructors].count(answer)
     render_pages(pdf, ROOT / "_build" / "pdf-pages")
 
 

@@ -283,6 +283,9 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
     report.overflow = seen["overflow"]
     report.scrolling_equations = seen["scrollingEquations"]
     report.error_output = seen["errorOutput"]
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=screenshot)
     if report.width == "desktop":
         # Code and tables scroll sideways on a phone, as everywhere; on a desktop they fit.
         report.wide = seen["wide"]
@@ -291,9 +294,6 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
         report.accessibility = _accessibility(page, report)
     else:
         report.navigation = navigation_problems(page, tap=True)
-    if screenshot is not None:
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=screenshot)
     page.close()
     return set(seen["ids"]), seen["links"]
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser import CHROMIUM_ARGS, VIEWPORT, chromium
+from browser import RAW_MARKUP, VIEWPORT, launch, offline
 from playwright.sync_api import Page, sync_playwright
 
 TOKEN = "book"
@@ -43,8 +43,7 @@ SETTINGS = {
 # directive fence, a role, a ":label:" line, "$...$", a TeX command, or jupyterlab-myst's box
 # for a directive it does not know.
 NOTEBOOK_SCRIPT = r"""() => {
-  const RAW = [/```|:::/, /\{[a-z-]+(:[a-z-]+)?\}`?/, /^\s*:[a-z-]+:/m, /\$[^$\s][^$]*\$/,
-               /\\[a-zA-Z]{2,}/, /Unknown (Directive|Role)/];
+  const RAW = [...RAW_MARKUP, /Unknown (Directive|Role)/];
   const rendered = [...document.querySelectorAll('.jp-MarkdownCell .jp-InputArea > .myst')];
   const raw = [];
   for (const cell of rendered) {
@@ -82,7 +81,7 @@ NOTEBOOK_SCRIPT = r"""() => {
     collapsedInputs: [...document.querySelectorAll('.jp-CodeCell .jp-InputPlaceholder')]
       .map(el => el.textContent.trim()),
   };
-}"""
+}""".replace("RAW_MARKUP", RAW_MARKUP)
 
 
 # True once every Markdown cell of the open notebook has been rendered by jupyterlab-myst and
@@ -180,9 +179,9 @@ def browser_page():
     """A headless Chromium page of a reader's size that refuses every request off
     127.0.0.1."""
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        browser = launch(playwright)
         page = browser.new_page(viewport=VIEWPORT)
-        page.route(re.compile(r"^(?!https?://127\.0\.0\.1[:/]).*"), lambda route: route.abort())
+        offline(page)
         try:
             yield page
         finally:

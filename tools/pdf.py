@@ -30,7 +30,7 @@ def outline(pdf: Path, depth: int = 3) -> list[tuple[int, str, int]]:
             continue
         destination = bookmark.get_dest()
         page = destination.get_index() + 1 if destination is not None else 0
-        marks.append((bookmark.level, bookmark.get_title(), page))
+        marks.append((bookmark.level, bookmark.get_title().strip(), page))
     return marks
 
 
