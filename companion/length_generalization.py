@@ -13,10 +13,12 @@ Tasks (inputs are token ids, the answer one class):
 * ``modular_arithmetic``: numbers 0-4 at even positions, operators ``+ - *`` (ids 5, 6, 7)
   between them, an odd length; the class is the value mod 5, multiplications first.
 
-The model is the encoder of :mod:`companion.training` widened for several classes: a learned
-embedding of the tokens and of CLS (id ``vocab``), the fixed sinusoidal position embedding,
-post-norm ``nn.TransformerEncoderLayer`` s, and a linear output on CLS with one logit per class.
-The models of one task (seeds x variants) are trained together as one vmapped computation.
+The model is the encoder of :mod:`companion.training` widened for several classes, with the
+read-out of [deletang2023chomsky]'s code: a learned embedding of the tokens and of an output
+token (id ``vocab``) appended after the input, the fixed sinusoidal position embedding, pre-norm
+``nn.TransformerEncoderLayer`` s, and a linear output, one logit per class, on the output
+token, the last position. The models of one task (seeds x variants) are trained together as
+one vmapped computation.
 """
 
 import math
@@ -81,41 +83,42 @@ def _arithmetic(batch: int, length: int, generator: torch.Generator):
 
 class Classifier(nn.Module):
     """One model in plain PyTorch, standard attention: ``forward(tokens: LongTensor[B, L])``
-    gives the class logits ``[B, classes]`` read at CLS (prepended at position 0)."""
+    gives the class logits ``[B, classes]`` read at the output token (appended at position
+    ``L``; ``n = L + 1`` positions)."""
 
     def __init__(self, task: str, d: int = 64, heads: int = 4, layers: int = 2,
                  eps: float = 1e-5):
         super().__init__()
         check_choice(task, "task", tuple(TASKS))
-        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)  # the last id is CLS
+        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)  # the last id: the output token
         layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True,
-                                           layer_norm_eps=eps)
+                                           layer_norm_eps=eps, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.output = nn.Linear(d, TASKS[task].classes)
-        self.cls = TASKS[task].vocab
+        self.output_token = TASKS[task].vocab
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Class logits ``[B, classes]`` of ``tokens: LongTensor[B, L]``."""
-        x = _embed(self.embedding.weight, tokens, self.cls)
-        return self.output(self.encoder(x)[:, 0])
+        x = _embed(self.embedding.weight, tokens, self.output_token)
+        return self.output(self.encoder(x)[:, -1])
 
 
-def _embed(embedding: torch.Tensor, tokens: torch.Tensor, cls: int) -> torch.Tensor:
-    symbols = torch.cat([torch.full_like(tokens[:, :1], cls), tokens], dim=1)
+def _embed(embedding: torch.Tensor, tokens: torch.Tensor, output_token: int) -> torch.Tensor:
+    symbols = torch.cat([tokens, torch.full_like(tokens[:, :1], output_token)], dim=1)
     n, d = symbols.shape[1], embedding.shape[1]
     return embedding[symbols] + sinusoidal_position_embedding(n, d).to(embedding)
 
 
-def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, cls: int):
+def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, output_token: int):
     """One :class:`Classifier`'s logits ``[B, classes]`` from its parameters ``p`` (by the
     module's names), attention logits multiplied by ``scale`` (1, or ``log n``)."""
-    x = _embed(p["embedding.weight"], tokens, cls)
+    x = _embed(p["embedding.weight"], tokens, output_token)
     no_counts = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
     for layer in range(layers):
         weights = {name.removeprefix(f"encoder.layers.{layer}."): value
                    for name, value in p.items()}
-        x, _ = encoder_layer(weights, x, no_counts, scale, heads, 1e-5)
-    return F.linear(x[:, 0], p["output.weight"], p["output.bias"])
+        x, _ = encoder_layer(weights, x, no_counts, scale, heads, 1e-5, norm_first=True)
+    return F.linear(x[:, -1], p["output.weight"], p["output.bias"])
 
 
 @dataclass
@@ -180,9 +183,9 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
     params = stack_modules(lambda: Classifier(task, d, heads, layers),
                            [seed for seed, _ in models], device=device)
     scaled = [variant == "scaled" for _, variant in models]
-    cls = TASKS[task].vocab
+    output_token = TASKS[task].vocab
     forward = torch.func.vmap(
-        lambda p, tokens, scale: classifier_logits(p, tokens, scale, heads, layers, cls))
+        lambda p, tokens, scale: classifier_logits(p, tokens, scale, heads, layers, output_token))
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     draw_length = torch.Generator().manual_seed(seeds[0])
     data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}

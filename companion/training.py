@@ -132,21 +132,28 @@ def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: i
     return logits, to_first
 
 
-def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
-    """``nn.TransformerEncoderLayer`` (post-norm, ReLU, no dropout) over token types, with its
-    parameters ``w`` by their names in that module; also returns the attention weights
-    ``[S, heads, T, T]``."""
+def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float,
+                  norm_first: bool = False):
+    """``nn.TransformerEncoderLayer`` (ReLU, no dropout; post-norm, or pre-norm with
+    ``norm_first``, as that module's argument) over token types, with its parameters ``w`` by
+    their names in that module; also returns the attention weights ``[S, heads, T, T]``."""
     S, T, d = x.shape
-    qkv = F.linear(x, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+
+    def norm(y, name):
+        return F.layer_norm(y, (d,), w[f"{name}.weight"], w[f"{name}.bias"], eps)
+
+    y = norm(x, "norm1") if norm_first else x
+    qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
     q, k, v = (t.reshape(S, T, heads, d // heads).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
     logits = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
     alpha = torch.softmax(logits + log_counts[:, None, None, :], dim=-1)  # a type counts k times
     attended = (alpha @ v).transpose(1, 2).reshape(S, T, d)
     attended = F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
-    x = F.layer_norm(x + attended, (d,), w["norm1.weight"], w["norm1.bias"], eps)
-    hidden = torch.relu(F.linear(x, w["linear1.weight"], w["linear1.bias"]))
+    x = x + attended if norm_first else norm(x + attended, "norm1")
+    y = norm(x, "norm2") if norm_first else x
+    hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
     ffn = F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
-    return F.layer_norm(x + ffn, (d,), w["norm2.weight"], w["norm2.bias"], eps), alpha
+    return (x + ffn if norm_first else norm(x + ffn, "norm2")), alpha
 
 
 @dataclass

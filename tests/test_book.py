@@ -2,6 +2,7 @@
 chapter contract (see ARCHITECTURE.md), every notebook is in the table of contents, and the
 HTML book, executed, builds with warnings as errors."""
 
+import ast
 import importlib
 import inspect
 import json
@@ -63,6 +64,55 @@ def test_chapter_contract(notebook):
         roles = [tag for c in cells(notebook) if c["metadata"].get("exercise") == label
                  for tag in c["metadata"].get("tags", [])]
         assert "answer" in roles and "check" in roles, f"{label}: an answer and a check cell"
+
+
+CHECK_PROMPTS = {"code_prompt_show": "Show the check", "code_prompt_hide": "Hide the check"}
+
+
+def _asserts(tree: ast.AST) -> bool:
+    """Whether code asserts: an ``assert`` statement or a ``raise AssertionError``."""
+    return any(isinstance(node, ast.Assert) or isinstance(node, ast.Raise) and node.exc
+               and "AssertionError" in ast.unparse(node.exc) for node in ast.walk(tree))
+
+
+def _names(tree: ast.AST, context: type) -> set[str]:
+    """The names a piece of code binds (``ast.Store``, with its functions, classes and their
+    parameters) or reads (``ast.Load``)."""
+    names = {node.id for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and isinstance(node.ctx, context)}
+    if context is ast.Store:
+        names |= {node.name for node in ast.walk(tree)
+                  if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        names |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    return names
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_checks_are_folded_and_the_lesson_runs_without_them(notebook):
+    """Every assertion is in a code cell tagged ``check``, which the HTML book folds behind
+    "Show the check" (``hide-input`` with myst-nb's prompts) and JupyterLab folds too
+    (``jupyter.source_hidden``); nbval still runs it. The teaching code asserts nothing, and no
+    later teaching cell reads a name that a check cell bound, so the lesson reads and runs
+    without its checks (the autograder drops them)."""
+    bound_by_check: set[str] = set()
+    for cell in cells(notebook):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        tree, tags = ast.parse(source), cell["metadata"].get("tags", [])
+        where = f"{notebook.name}: the cell starting {source.splitlines()[0]!r}"
+        if "check" in tags:
+            assert _asserts(tree), f"{where} is tagged check but asserts nothing"
+            assert "hide-input" in tags, f"{where} is a check: the book folds it (hide-input)"
+            assert cell["metadata"].get("jupyter", {}).get("source_hidden"), f"{where}: fold it"
+            assert cell["metadata"].get("mystnb") == CHECK_PROMPTS, f"{where}: the prompts"
+            bound_by_check |= _names(tree, ast.Store)
+        else:
+            assert not _asserts(tree), f"{where} asserts: move the checks to a check cell"
+            read = _names(tree, ast.Load) - _names(tree, ast.Store)
+            assert not read & bound_by_check, (
+                f"{where} reads {sorted(read & bound_by_check)}, bound in a check cell")
+            bound_by_check -= _names(tree, ast.Store)
 
 
 def title(page: str) -> str:

@@ -53,9 +53,9 @@ def test_functional_classifier_matches_pytorch_encoder():
     tokens, _ = sample("cycle_navigation", 4, 11, torch.Generator().manual_seed(2))
     params = dict(module.named_parameters())
     with torch.no_grad():
-        ours = classifier_logits(params, tokens, 1.0, heads=2, layers=2, cls=3)
+        ours = classifier_logits(params, tokens, 1.0, heads=2, layers=2, output_token=3)
         torch.testing.assert_close(ours, module(tokens), rtol=1e-10, atol=1e-10)
-        scaled = classifier_logits(params, tokens, math.log(12), heads=2, layers=2, cls=3)
+        scaled = classifier_logits(params, tokens, math.log(12), heads=2, layers=2, output_token=3)
     assert not torch.allclose(scaled, ours)
 
 
