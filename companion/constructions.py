@@ -102,10 +102,10 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
     ``model`` must be post-norm with layer normalization and ``eps = 0`` (``d >= 2``). The proof
     appends a layer whose attention does nothing and whose FFN, ``W^F1 = [I; -I]``,
     ``W^F2 = [-I  I]`` with ``[w, -w]`` and ``[-w, w]`` added to its rows 0 and 1 (``w``,
-    ``b``: the old output layer), cancels the residual stream and writes the old logit ``s`` and ``-s`` into
-    dimensions 0 and 1. Layer normalization with ``eps = 0`` maps ``[s, -s, 0, ...]`` to
-    ``sqrt(d/2) [sign s, -sign s, 0, ...]`` whatever ``|s|``, so the new output layer
-    ``c e_0`` gives every string the logit ``+-c sqrt(d/2)``: ``c`` is chosen so that
+    ``b``: the old output layer), cancels the residual stream and writes the old logit ``s``
+    and ``-s`` into dimensions 0 and 1. Layer normalization with ``eps = 0`` maps
+    ``[s, -s, 0, ...]`` to ``sqrt(d/2) [sign s, -sign s, 0, ...]`` whatever ``|s|``, so the new
+    output layer ``c e_0`` gives every string the logit ``+-c sqrt(d/2)``: ``c`` is chosen so that
     ``log2(1 + exp(-c sqrt(d/2))) <= eta`` with room to spare for rounding.
     """
     if not isinstance(model, Encoder):
