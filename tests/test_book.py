@@ -343,13 +343,26 @@ $t \ge \max\bigl(1, \frac{1}{\eta}\bigl|\ln\bigl(1 - \alpha + \sqrt{\ln(2/\delta
 - \ln\bigl(\alpha - \sqrt{\ln(2/\delta)/(2M)}\bigr)\bigr|\bigr)$ steps of Algorithm 1,
 condition (4) holds.
 ```
+
+A margin note beside code, as the theme sets it when the page has no margin:
+
+```{admonition} Erratum
+:class: margin
+A note long enough to reach down beside the code block that follows it on the page.
+```
+
+```python
+print("a code block, whose grey box a note floated beside the text would lie over")
+```
 """
 
 
 @pytest.mark.slow  # builds a small book and opens it in headless Chromium
-def test_the_browser_check_sees_tex_left_as_text(tmp_path):
-    """The check that passes the book fails a page that shows TeX as text: the theorem above,
-    built as the book builds its pages (MyST, sphinx-proof, MathJax offline)."""
+def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
+    """The check that passes the book fails a page that shows TeX as text (the theorem above,
+    built as the book builds its pages: MyST, sphinx-proof, MathJax offline), and, at a phone's
+    width, a page without the book's stylesheet, where the theme floats a margin note beside the
+    code block that follows it."""
     from browser import check_book
 
     (tmp_path / "index.md").write_text(GARBLED_THEOREM)
@@ -366,6 +379,9 @@ def test_the_browser_check_sees_tex_left_as_text(tmp_path):
         [page] = [r for r in reports if r.path == "index.html" and r.width == width]
         assert any("\\ln" in found or "\\bigr" in found for found in page.raw_markup), \
             page.raw_markup
+    [phone] = [r for r in reports if r.path == "index.html" and r.width == "phone"]
+    assert any("sits beside" in found and "a code block" in found for found in phone.overlaps), \
+        phone.overlaps
 
 
 @pytest.mark.slow  # needs the executed build and its PDF

@@ -100,6 +100,22 @@ PAGE_SCRIPT = """async () => {
       .find(Boolean);
     return points ? points * 96 / 72 * shown : pixels ? parseFloat(pixels[1]) * shown : null;
   };
+  // A box floated inside the text column (a margin note where the page has no margin) may
+  // sit beside a paragraph, which wraps around it, but not beside or over a code cell, an
+  // output, a figure, a table, a display equation or another box: these are squeezed or
+  // covered.
+  const floats = [...article.querySelectorAll('.margin, aside.sidebar')]
+    .filter(el => getComputedStyle(el).float !== 'none'
+                  && el.getBoundingClientRect().left < column.right - 1);
+  const blocks = [...article.querySelectorAll('div.cell, div.highlight, .cell_output, figure, '
+                                              + 'table, mjx-container[display="true"], '
+                                              + 'div.admonition')];
+  const level = (a, b) => a.height > 0 && b.height > 0
+      && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const overlaps = floats.flatMap(f => blocks
+    .filter(b => !f.contains(b) && !b.contains(f)
+                 && level(f.getBoundingClientRect(), b.getBoundingClientRect()))
+    .map(b => `${name(f)} sits beside ${name(b)}`));
   return {
     math: mathSpans.length,
     untypeset: mathSpans.filter(el => !el.querySelector('mjx-container')).map(name),
@@ -119,6 +135,7 @@ PAGE_SCRIPT = """async () => {
       // a figure's panels fit the column: they never scroll sideways
       ...[...article.querySelectorAll('.figure-panels')].filter(wide)
         .map(el => 'figure panels scroll: ' + name(el.closest('figure') || el))],
+    overlaps,
     scrollingEquations: equations.filter(el => wide(el) && scrolls(el)).map(tex),
     errorOutput: [...document.querySelectorAll(
       '.output.traceback, .output.stderr, .output.error')].map(name),
@@ -153,6 +170,7 @@ class PageReport:
     small_figure_text: list[str] = field(default_factory=list)
     wide: list[str] = field(default_factory=list)
     overflow: list[str] = field(default_factory=list)
+    overlaps: list[str] = field(default_factory=list)
     scrolling_equations: list[str] = field(default_factory=list)
     navigation: list[str] = field(default_factory=list)
     error_output: list[str] = field(default_factory=list)
@@ -163,7 +181,7 @@ class PageReport:
         """Every kind of problem found on the page, by name (empty when the page is clean).
         An equation too long for a phone's column that scrolls in its own box is not one."""
         kinds = ["console_errors", "failed_requests", "untypeset", "math_errors", "raw_markup",
-                 "broken_images", "small_figure_text", "wide", "overflow", "navigation",
+                 "broken_images", "small_figure_text", "wide", "overflow", "overlaps", "navigation",
                  "error_output", "broken_links", "accessibility"]
         return {kind: getattr(self, kind) for kind in kinds if getattr(self, kind)}
 
@@ -281,6 +299,7 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
         for i in seen["figureText"]
         if i["textPx"] is None or i["textPx"] < SMALLEST_FIGURE_TEXT_PX - 0.05]
     report.overflow = seen["overflow"]
+    report.overlaps = seen["overlaps"]
     report.scrolling_equations = seen["scrollingEquations"]
     report.error_output = seen["errorOutput"]
     if screenshot is not None:
