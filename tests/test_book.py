@@ -297,7 +297,8 @@ def test_every_page_reads_well_in_a_browser(built_book):
     width: no console error, every math span typeset, no TeX or MyST left as text, every image
     loaded, figure text 10 CSS px or more, every internal link and anchor found, nothing wider
     than the text column (an equation too long for a phone scrolls in its own box; none does
-    on a desktop), the phone's navigation buttons open, no error output, no serious
+    on a desktop), no margin note floated beside a code cell or another block, the phone's
+    navigation buttons open, no error output, no serious
     accessibility violation in the light or the dark theme. The first screen of each page at
     each width is saved under _build/screens/ to be looked at."""
     from browser import check_book  # needs playwright, which only the slow checks use

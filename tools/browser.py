@@ -104,9 +104,10 @@ PAGE_SCRIPT = """async () => {
   // sit beside a paragraph, which wraps around it, but not beside or over a code cell, an
   // output, a figure, a table, a display equation or another box: these are squeezed or
   // covered.
+  const textRight = column.right - parseFloat(getComputedStyle(article).paddingRight);
   const floats = [...article.querySelectorAll('.margin, aside.sidebar')]
     .filter(el => getComputedStyle(el).float !== 'none'
-                  && el.getBoundingClientRect().left < column.right - 1);
+                  && el.getBoundingClientRect().left < textRight - 1);
   const blocks = [...article.querySelectorAll('div.cell, div.highlight, .cell_output, figure, '
                                               + 'table, mjx-container[display="true"], '
                                               + 'div.admonition')];
