@@ -64,5 +64,5 @@ def test_the_benchmarks_classifier_follows_its_parameters_device(task):
     spec = length_generalization.TASKS[task]
     logits = length_generalization.classifier_logits(
         _on_meta(length_generalization.Classifier(task)), tokens.to(META),
-        torch.tensor(2.0, device=META), heads=4, layers=2, cls=spec.vocab)
+        torch.tensor(2.0, device=META), heads=4, layers=2, output_token=spec.vocab)
     assert logits.device == META and logits.shape == (3, spec.classes)
