@@ -82,18 +82,21 @@ def _arithmetic(batch: int, length: int, generator: torch.Generator):
 
 
 class Classifier(nn.Module):
-    """One model in plain PyTorch, standard attention: ``forward(tokens: LongTensor[B, L])``
-    gives the class logits ``[B, classes]`` read at the output token (appended at position
-    ``L``; ``n = L + 1`` positions)."""
+    """One model in plain PyTorch, standard attention: ``forward(tokens)``,
+    tokens ``LongTensor[B, L]``, gives the class logits ``[B, classes]`` read
+    at the output token (appended at position ``L``, so ``n = L + 1``)."""
 
     def __init__(self, task: str, d: int = 64, heads: int = 4, layers: int = 2,
                  eps: float = 1e-5):
         super().__init__()
         check_choice(task, "task", tuple(TASKS))
-        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)  # the last id: the output token
-        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, batch_first=True,
-                                           layer_norm_eps=eps, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        # token ids 0..vocab-1, and vocab for the output token
+        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)
+        layer = nn.TransformerEncoderLayer(
+            d, heads, 4 * d, dropout=0.0, batch_first=True, layer_norm_eps=eps,
+            norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
         self.output = nn.Linear(d, TASKS[task].classes)
         self.output_token = TASKS[task].vocab
 
