@@ -1,8 +1,8 @@
 """The learner's path: every chapter and every student edition opened in JupyterLab (served
 from the book's environment on 127.0.0.1, driven in headless Chromium) shows its MyST rendered
 by jupyterlab-myst, as the book does: no raw directive or role, math typeset, exercise and
-statement boxes, solutions and model answers folded until opened; and "Run All Cells" on a
-short chapter finishes without an error. Screenshots go to _build/lab-screens/."""
+statement boxes, solutions, model answers and checks folded until opened; and "Run All Cells"
+on a short chapter finishes without an error. Screenshots go to _build/lab-screens/."""
 
 import json
 import re
@@ -58,12 +58,13 @@ def expected(notebook: Path) -> dict:
     """What the notebook's source says JupyterLab should show."""
     book = nbformat.read(notebook, as_version=4)
     text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")
-    answers = [c for c in book.cells if ANSWER in c.metadata.get("tags", [])]
+    folded = [c for c in book.cells
+              if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
     return {"exercises": text.count("```{exercise}"),
             "statements": len(re.findall(r"^```\{prf:", text, re.M)),
             "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
-            "folded": sum(bool(c.metadata.get("jupyter", {}).get("source_hidden"))
-                          for c in answers)}
+            "folded": len(folded),
+            "answers": sum(ANSWER in c.metadata.get("tags", []) for c in folded)}
 
 
 @pytest.mark.slow  # serves JupyterLab and opens every chapter in headless Chromium
@@ -82,10 +83,12 @@ def test_a_notebook_renders_in_jupyterlab_as_in_the_book(lab, folder, chapter, e
     assert report.statements == want["statements"]
     assert report.solutions == want["solutions"]
     assert report.solutions == (want["exercises"] if edition == "chapter" else 0)
-    # the model answers are folded, their first line a comment that gives nothing away
+    # the model answers and the checks are folded; what a folded answer shows is its first
+    # line, a comment that gives nothing away
     assert len(report.collapsed_inputs) == want["folded"]
-    assert want["folded"] == (want["exercises"] if edition == "chapter" else 0)
-    assert all(line.startswith("#") for line in report.collapsed_inputs)
+    assert want["answers"] == (want["exercises"] if edition == "chapter" else 0)
+    shown = [line for line in report.collapsed_inputs if line.startswith("# Solution")]
+    assert len(shown) == want["answers"]
     screenshots(page, SCREENS, Path(name).stem)
     if report.solutions:  # screenshots() clicked the first solution open: the check sees it
         assert len(open_notebook(page, address, name, reopen=False).open_solutions) == 1
