@@ -389,8 +389,9 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
 def test_the_pdf_is_a_book(built_book, tmp_path):
     """The PDF (Jupyter Book's LaTeX route): a title page, the parts and chapters of the table
     of contents in its outline (the bookmarks), every chapter under its part, no page whose
-    text or images run past the margin, and no solution printed (the PDF is the students'
-    edition). A few pages are rendered under _build/pdf-pages/ to be looked at."""
+    text or images run past the margin, a heading's math spelled in its bookmark, and no
+    solution or appendix for instructors printed (the PDF is the students' edition). A few
+    pages are rendered under _build/pdf-pages/ to be looked at."""
     import pypdfium2
     from pdf import outline, past_the_margin, render_pages
 
@@ -398,24 +399,27 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     assert returncode == 0, log
     pdf = html / "book.pdf"
     marks = outline(pdf, depth=2)
-    parts = [title for level, title, _ in marks if level == 0]
+    assert marks[0][:2] == (0, "Introduction")
+    parts = [title for level, title, _ in marks[1:] if level == 0]
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     assert parts == [part["caption"] for part in toc["parts"]]
     chapters = [title for level, title, _ in marks if level == 1]
     for notebook in NOTEBOOKS:
         heading = next(line for line in markdown(notebook).splitlines() if line.startswith("# "))
         assert heading[2:].replace("'", "’") in chapters
+    assert "For instructors" not in chapters, "the students' edition"
+    # a heading's math spelled in its bookmark
+    sections = [title for _, title, _ in outline(pdf, depth=3)]
+    assert "Beyond TC⁰: BFVP and the word problem of S₅" in sections
+    assert "Why ε > 0 brings Hahn’s lemma back" in sections
     pages = [page for _, _, page in marks]
     assert pages == sorted(pages) and pages[0] > 1, "the title page and contents come first"
     assert past_the_margin(pdf) == []
     text = "".join(page.get_textpage().get_text_range()
                    for page in pypdfium2.PdfDocument(str(pdf)))
     assert "Solution to" not in text
-    # the first line of every model answer's cell, printed only where For instructors shows it
-    answer = "# Solution (a model answer)"
-    instructors = (ROOT / "book" / "instructors.md").read_text().splitlines()
-    assert [line.strip() for line in text.splitlines()].count(answer) == \
-        [line.strip() for line in instructors].count(answer)
+    # the first line of every model answer's cell
+    assert "# Solution (a model answer)" not in text
     render_pages(pdf, ROOT / "_build" / "pdf-pages")
 
 

@@ -15,13 +15,21 @@
   node that records its document.
 * Proofs get the title "Proof" (sphinx-proof's proof box has none, so LaTeX printed an empty
   title bar).
+* The introduction (the root document, whose title is the book's) gets a heading, an entry in
+  the table of contents and a bookmark.
+* Math in a heading reaches the bookmarks as text ("Beyond TC⁰", "Why ε > 0"); hyperref
+  would otherwise drop what it cannot spell.
+* The students' edition leaves out the solutions and the appendix *For instructors*; a link to
+  that appendix becomes its title and "in the HTML book".
 """
 
 import re
+import unicodedata
 from collections import Counter
 
 import sphinx_proof.nodes
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import solution_node
 from sphinxcontrib.bibtex.nodes import raw_latex
@@ -97,14 +105,72 @@ class ProofTitle(SphinxPostTransform):
 
 class StudentEdition(SphinxPostTransform):
     """The PDF is the students' edition: no solutions (the model-answer cells, tagged
-    hide-cell, are already left out by sphinx-jupyterbook-latex)."""
+    hide-cell, are already left out by sphinx-jupyterbook-latex) and no appendix for
+    instructors; a link to that appendix becomes its title, "in the HTML book"."""
+
+    default_priority = 690
+    formats = ("latex",)
+    instructors = "book/instructors"
+
+    def run(self, **kwargs) -> None:
+        for solution in list(self.document.findall(solution_node)):
+            solution.parent.remove(solution)
+        for page in list(self.document.findall(addnodes.start_of_file)):
+            if page["docname"] == self.instructors:
+                page.parent.remove(page)
+        for link in list(self.document.findall(nodes.reference)):
+            if link.get("refuri", "").partition("#")[0] == f"%{self.instructors}":
+                link.replace_self([nodes.emphasis("", link.astext()),
+                                   nodes.Text(" in the HTML book")])
+
+
+class IntroductionHeading(SphinxPostTransform):
+    """The root document's title is the book's, which the title page prints; its text follows
+    the table of contents under a heading "Introduction", listed in the contents and the
+    bookmarks."""
+
+    default_priority = 690
+    formats = ("latex",)
+    heading = (r"\chapter*{Introduction}\phantomsection"
+               r"\addcontentsline{toc}{chapter}{Introduction}\markboth{Introduction}{}")
+
+    def run(self, **kwargs) -> None:
+        self.document.insert(0, nodes.raw("", self.heading, format="latex"))
+
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _greek(name: str) -> str:
+    """The letter that TeX's ``\\name`` prints (``varepsilon`` is ε), else the name."""
+    try:
+        return unicodedata.lookup(f"GREEK SMALL LETTER {name.removeprefix('var').upper()}")
+    except KeyError:
+        return name
+
+
+def bookmark_text(tex: str) -> str:
+    """Plain text for a heading's math: Greek letters spelled out, digits raised or lowered
+    (``TC^0`` is TC⁰, ``S_5`` is S₅, ``1.5^{10}`` is 1.5¹⁰, ``\\varepsilon > 0`` is ε > 0)."""
+    text = re.sub(r"\^\{?(\d+)\}?", lambda m: m[1].translate(_SUPERSCRIPT), tex)
+    text = re.sub(r"_\{?(\d+)\}?", lambda m: m[1].translate(_SUBSCRIPT), text)
+    return re.sub(r"\\([A-Za-z]+)", lambda m: _greek(m[1]), text)
+
+
+class BookmarkMath(SphinxPostTransform):
+    """A heading's math is typeset in the heading and spelled as text in its bookmark
+    (``\\texorpdfstring``)."""
 
     default_priority = 690
     formats = ("latex",)
 
     def run(self, **kwargs) -> None:
-        for solution in list(self.document.findall(solution_node)):
-            solution.parent.remove(solution)
+        for title in self.document.findall(nodes.title):
+            for math in list(title.findall(nodes.math)):
+                tex = math.astext()
+                latex = rf"\texorpdfstring{{\protect\({tex}\protect\)}}{{{bookmark_text(tex)}}}"
+                math.replace_self(nodes.raw("", latex, format="latex"))
 
 
 def setup(app):
@@ -113,4 +179,6 @@ def setup(app):
     app.add_post_transform(OneBibliography)
     app.add_post_transform(ProofTitle)
     app.add_post_transform(StudentEdition)
+    app.add_post_transform(IntroductionHeading)
+    app.add_post_transform(BookmarkMath)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
