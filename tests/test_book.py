@@ -18,6 +18,7 @@ import yaml
 from apidoc import cite_keys  # tools/, on pytest's pythonpath
 from bibstyle import author_year_label
 from book_config import write_config
+from latexbook import bookmark_text
 from pybtex.database import parse_file
 from toc import toc_files
 
@@ -421,6 +422,15 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     # the first line of every model answer's cell
     assert "# Solution (a model answer)" not in text
     render_pages(pdf, ROOT / "_build" / "pdf-pages")
+
+
+def test_a_headings_math_is_spelled_in_its_bookmark():
+    """The PDF's bookmarks are plain text: each heading's math as a reader would spell it."""
+    assert bookmark_text(r"TC^0") == "TC⁰"
+    assert bookmark_text(r"S_5") == "S₅"
+    assert bookmark_text(r"1.5^{10}") == "1.5¹⁰"
+    assert bookmark_text(r"\varepsilon > 0") == "ε > 0"
+    assert bookmark_text(r"\lambda") == "λ"
 
 
 def test_other_builds_change_only_how_the_notebooks_execute(tmp_path):

@@ -143,9 +143,11 @@ _SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def _greek(name: str) -> str:
-    """The letter that TeX's ``\\name`` prints (``varepsilon`` is ε), else the name."""
+    """The letter that TeX's ``\\name`` prints (``varepsilon`` is ε, Unicode spells lambda
+    "lamda"), else the name."""
+    letter = name.removeprefix("var").upper().replace("LAMBDA", "LAMDA")
     try:
-        return unicodedata.lookup(f"GREEK SMALL LETTER {name.removeprefix('var').upper()}")
+        return unicodedata.lookup(f"GREEK SMALL LETTER {letter}")
     except KeyError:
         return name
 
