@@ -244,6 +244,23 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
                    eps, log_length)
 
 
+def scaled_first_bound(layernorm: bool = False, eps: float = 0.0) -> float:
+    """Proposition 3 of [chiang2022overcoming] (§5.3): a lower bound, the same at every length,
+    on the size ``|s|`` of the logit of ``first_transformer(c=1, log_length=True,
+    layernorm=layernorm, eps=eps)``.
+
+    Without layer normalization the logit is ``n/(2n - 1) ([w_1 = 1] - 1/2)``, so
+    ``1/4 < |s| <= 1/2`` and the bound is ``1/4``. With it, the proof writes the normalized logit
+    as ``s ((1 + s^2)/6 + eps)^(-1/2)``; ``|s| > 1/4`` in the numerator and ``s^2 <= 1/4`` in the
+    denominator give ``1/4 (5/24 + eps)^(-1/2)``. (That formula ignores the first layer's
+    normalization, so it is not the network's logit, but the bound holds for the network: the
+    tests check it.) Multiplying the output layer by ``t / bound`` puts every logit beyond
+    ``+-t``.
+    """
+    check_nonnegative(eps, "eps")
+    return 0.25 / math.sqrt(5 / 24 + eps) if layernorm else 0.25
+
+
 def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encoder:
     """The one-layer transformer of [chiang2022overcoming] §5.2, which does not zero out the other
     positions:

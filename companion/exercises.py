@@ -259,3 +259,106 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
     if sampled_lengths:
         tried.append(f"on strings of every weight for n in {list(sampled_lengths)}")
     return Feedback(True, "correct " + " and ".join(tried))
+
+
+# Per-seed scores (standard, scaled) with which check_paired_bootstrap tries an answer: every
+# seed gains the same (the interval is a point); seeds that differ much more than their small
+# steady gain, and the same as a loss (only resampling the pairs together sees either); a
+# difference that changes sign from seed to seed (the interval contains 0).
+_SPREAD = [0.52, 0.61, 0.95, 0.58, 0.77, 0.88, 0.66, 0.71, 0.93, 0.55]
+_GAIN = [0.021, 0.016, 0.024, 0.019, 0.025, 0.017, 0.022, 0.018, 0.023, 0.020]
+_BOOTSTRAP_CASES = [
+    ([0.5, 0.6, 0.4], [0.6, 0.7, 0.5]),
+    (_SPREAD, [s + g for s, g in zip(_SPREAD, _GAIN, strict=True)]),
+    ([s + g for s, g in zip(_SPREAD, _GAIN, strict=True)], _SPREAD),
+    ([0.70, 0.64, 0.81, 0.59, 0.73, 0.68, 0.77, 0.62],
+     [0.74, 0.61, 0.83, 0.53, 0.74, 0.72, 0.75, 0.61]),
+]
+
+
+def _plain_number(value, name: str):
+    """``value`` as a float (a Python, NumPy or one-element tensor number), or a str saying
+    why it is not one."""
+    if hasattr(value, "item"):
+        try:
+            value = value.item()
+        except (ValueError, RuntimeError):
+            return f"{name} must be one number, got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{name} must be a number, got {value!r}"
+    return float(value)
+
+
+def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
+                           seed: int = 0) -> Feedback:
+    """Grade the paired bootstrap exercise of *Learning FIRST and PARITY*:
+    ``paired_bootstrap(standard, scaled, samples, generator)`` takes the per-seed scores of two
+    variants (``[seeds]`` float64 tensors, paired by seed) and returns ``(mean, low, high,
+    excludes_zero)``: the mean over seeds of ``scaled - standard``, a 95% percentile bootstrap
+    interval for it, and whether the interval excludes 0.
+
+    The answer must resample whole seeds with ``torch.randint(seeds, (samples, seeds),
+    generator=generator)`` (one row per resample) and take the 2.5th and 97.5th percentiles of
+    the resampled means with linear interpolation; it is then compared with
+    :func:`companion.length_generalization.bootstrap_difference` given a generator seeded
+    alike, to 1e-9, on built-in cases and on the ``(standard, scaled)`` pairs in ``pairs``.
+    """
+    from companion.length_generalization import bootstrap_difference
+
+    cases = [*_BOOTSTRAP_CASES, *pairs]
+    for index, (standard, scaled) in enumerate(cases):
+        standard = torch.as_tensor(standard, dtype=torch.float64).cpu()
+        scaled = torch.as_tensor(scaled, dtype=torch.float64).cpu()
+        data = (f"standard = {[round(v, 3) for v in standard.tolist()]}, "
+                f"scaled = {[round(v, 3) for v in scaled.tolist()]}")
+        expected = bootstrap_difference(standard, scaled, samples,
+                                        torch.Generator().manual_seed(seed + index))
+        try:
+            got = paired_bootstrap(standard.clone(), scaled.clone(), samples,
+                                   torch.Generator().manual_seed(seed + index))
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"paired_bootstrap raised {type(error).__name__}: {error}")
+        if not isinstance(got, tuple | list) or len(got) != 4:
+            return Feedback(False, "paired_bootstrap must return a tuple (mean, low, high, "
+                                   f"excludes_zero), got {got!r}")
+        numbers = [_plain_number(v, name) for v, name in zip(got[:3], ("mean", "low", "high"),
+                                                             strict=True)]
+        for number in numbers:
+            if isinstance(number, str):
+                return Feedback(False, number)
+        excludes = got[3]
+        if hasattr(excludes, "item"):  # a NumPy or one-element tensor bool
+            try:
+                excludes = excludes.item()
+            except (ValueError, RuntimeError):
+                pass
+        if not isinstance(excludes, bool):
+            return Feedback(False, f"excludes_zero must be True or False, got {got[3]!r}")
+        mean, low, high = expected
+
+        def near(a, b):
+            return abs(a - b) <= 1e-9 * (1 + abs(b))
+
+        if not near(numbers[0], mean):
+            hint = (": the difference is scaled - standard, not standard - scaled"
+                    if mean != 0 and near(numbers[0], -mean) else "")
+            return Feedback(False, f"for {data}, the mean difference is {mean:.6f}, "
+                                   f"not {numbers[0]:.6f}{hint}")
+        if not (near(numbers[1], low) and near(numbers[2], high)):
+            wider = (" Yours is much wider: resampling the two columns separately loses the "
+                     "pairing, and with it the seeds' shared ups and downs."
+                     if numbers[2] - numbers[1] > 1.5 * (high - low) + 1e-9 else "")
+            return Feedback(False, f"for {data} and {samples} resamples, the 95% interval is "
+                                   f"[{low:.6f}, {high:.6f}], not [{numbers[1]:.6f}, "
+                                   f"{numbers[2]:.6f}]. Resample whole seeds with "
+                                   f"torch.randint(seeds, (samples, seeds), "
+                                   f"generator=generator), one row per resample, and take "
+                                   f"the 2.5th and 97.5th percentiles of the resampled means, "
+                                   f"interpolating linearly.{wider}")
+        if excludes != (low > 0 or high < 0):
+            verdict = "excludes" if low > 0 or high < 0 else "contains"
+            return Feedback(False, f"the interval [{low:.6f}, {high:.6f}] {verdict} 0, but "
+                                   f"excludes_zero is {excludes}")
+    return Feedback(True, f"the mean difference, its 95% interval and whether it excludes 0 "
+                          f"are right on {len(cases)} sets of paired scores, with {samples} "
+                          f"resamples each")

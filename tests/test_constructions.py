@@ -14,6 +14,7 @@ from companion.constructions import (
     flawed_first_transformer,
     parity_transformer,
     rumelhart_parity,
+    scaled_first_bound,
 )
 from companion.languages import all_strings, first, parity, random_strings
 
@@ -76,6 +77,38 @@ def test_first_logit_closed_forms(c):
             torch.testing.assert_close(first_transformer(log_length=True)(w), log_scaled)
             flawed_log = ((n - 1) * sign + (k - n / 2)) / (2 * n - 1)
             torch.testing.assert_close(flawed_first_transformer(log_length=True)(w), flawed_log)
+
+
+@pytest.mark.parametrize("layernorm, eps", [(False, 0.0), (True, 0.0), (True, 1e-5),
+                                           (True, 0.1)])
+def test_scaled_first_bound_holds_at_every_length(layernorm, eps):
+    """Proposition 3: the log-scaled FIRST transformer's logit is above the bound in size on the
+    two worst strings of each length (its other positions' values are zero, so they stand for
+    every string), from n = 2 to far beyond the paper's lengths."""
+    bound = scaled_first_bound(layernorm, eps)
+    model = first_transformer(layernorm=layernorm, eps=eps, log_length=True)
+    with torch.no_grad():
+        for n in (2, 3, 4, 10, 1000, 10**5):
+            w = torch.tensor([[1] + [0] * (n - 2), [0] + [1] * (n - 2)])
+            s = model(w)
+            assert s[0] > bound and s[1] < -bound, (n, s)
+            if not layernorm:  # tight: n / (2(2n - 1)) tends to 1/4
+                assert s[0] - bound <= 1 / (4 * (2 * n - 1)) + 1e-12
+
+
+def test_scaled_first_bound_is_the_proofs():
+    """With layer normalization, the proof's formula s ((1 + s^2)/6 + eps)^(-1/2) stays above
+    the bound over the range 1/4 < |s| <= 1/2 of the unnormalized logit: the bound takes the
+    numerator at its smallest, |s| = 1/4, and the variance at its largest, |s| = 1/2."""
+    for eps in (0.0, 1e-5, 0.1):
+        bound = scaled_first_bound(True, eps)
+        s = torch.linspace(0.25, 0.5, 101, dtype=torch.float64)
+        proof = s / torch.sqrt((1 + s**2) / 6 + eps)
+        assert (proof >= bound).all()
+        assert math.isclose(0.25 / math.sqrt((1 + 0.5**2) / 6 + eps), bound)
+    assert scaled_first_bound() == scaled_first_bound(False, 0.3) == 0.25
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        scaled_first_bound(True, -1.0)
 
 
 def test_flawed_first_fails_exactly_when_c_is_too_small():

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import sympy
 import torch
@@ -9,6 +10,7 @@ from companion.exercises import (
     Feedback,
     _first_nonpositive,
     check_circuit_family,
+    check_paired_bootstrap,
     check_previous_position_layer,
     check_tied_queries,
     previous_position_inputs,
@@ -193,3 +195,71 @@ def test_circuit_family_right_only_on_short_lengths_fails():
         return circuit.set_output(circuit.gate("MAJORITY", *range(n - 1)))
 
     assert not check_circuit_family(majority_until_ten, majority)
+
+
+def paired_bootstrap(standard, scaled, samples, generator, pairs=True, sign=1):
+    """An answer to the paired bootstrap exercise, written with NumPy's percentiles; with
+    ``pairs=False`` it resamples the two columns separately, a wrong answer."""
+    n = len(standard)
+    difference = (scaled - standard).numpy() * sign
+    picks = torch.randint(n, (samples, n), generator=generator).numpy()
+    if pairs:
+        means = difference[picks].mean(axis=1)
+    else:
+        other = torch.randint(n, (samples, n), generator=generator).numpy()
+        means = scaled.numpy()[picks].mean(axis=1) - standard.numpy()[other].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return difference.mean(), low, high, bool(low > 0 or high < 0)
+
+
+def test_paired_bootstrap_checker_accepts_right_answers():
+    feedback = check_paired_bootstrap(paired_bootstrap)
+    assert isinstance(feedback, Feedback) and feedback, feedback.message
+    # torch's quantile, tensors and a NumPy bool are right too, and extra pairs are tried
+    def with_torch(standard, scaled, samples, generator):
+        difference = scaled - standard
+        picks = torch.randint(len(difference), (samples, len(difference)),
+                              generator=generator)
+        low, high = torch.quantile(difference[picks].mean(dim=1),
+                                   torch.tensor([0.025, 0.975], dtype=torch.float64))
+        return difference.mean(), low, high, np.bool_(low > 0 or high < 0)
+
+    feedback = check_paired_bootstrap(with_torch, pairs=[([0.1, 0.2], [0.3, 0.1])], samples=300)
+    assert feedback and "5 sets of paired scores, with 300 resamples" in feedback.message
+
+
+def test_paired_bootstrap_checker_rejects_wrong_answers_with_a_reason():
+    def reversed_sign(*args):
+        return paired_bootstrap(*args, sign=-1)
+
+    assert "scaled - standard, not standard - scaled" in check_paired_bootstrap(
+        reversed_sign).message
+
+    def unpaired(*args):
+        return paired_bootstrap(*args, pairs=False)
+
+    feedback = check_paired_bootstrap(unpaired)
+    assert not feedback and "resampling the two columns separately" in feedback.message
+
+    def always_excludes(*args):
+        return (*paired_bootstrap(*args)[:3], True)
+
+    feedback = check_paired_bootstrap(always_excludes)
+    assert not feedback and "contains 0, but excludes_zero is True" in feedback.message
+
+    def other_draws(standard, scaled, samples, generator):
+        generator.manual_seed(12345)  # the checker cannot repeat these draws
+        return paired_bootstrap(standard, scaled, samples, generator)
+
+    feedback = check_paired_bootstrap(other_draws)
+    assert not feedback and "Resample whole seeds with torch.randint" in feedback.message
+
+    def broken(*args):
+        raise RuntimeError("not yet")
+
+    assert "raised RuntimeError: not yet" in check_paired_bootstrap(broken).message
+    assert "must return a tuple" in check_paired_bootstrap(lambda *a: 0.1).message
+    assert "low must be a number" in check_paired_bootstrap(
+        lambda *a: (0.1, "x", 0.2, True)).message
+    assert "excludes_zero must be True or False" in check_paired_bootstrap(
+        lambda *a: (*paired_bootstrap(*a)[:3], "yes")).message

@@ -6,6 +6,18 @@ import random
 from course.hidden import HiddenTest, close
 
 
+def _bootstrap(rng: random.Random, seeds: int, gain: tuple) -> HiddenTest:
+    """``paired_bootstrap`` on per-seed scores whose differences are uniform on ``gain``,
+    with a generator seeded here, so that both editions draw the same resamples."""
+    standard = [round(rng.uniform(0.5, 0.95), 4) for _ in range(seeds)]
+    scaled = [round(s + rng.uniform(*gain), 4) for s in standard]
+    tensors = ", ".join(f"torch.tensor({v!r}, dtype=torch.float64)"
+                        for v in (standard, scaled))
+    return HiddenTest(f"paired_bootstrap({tensors}, {rng.choice([200, 500, 1000, 2000])}, "
+                      f"torch.Generator().manual_seed({rng.randrange(2**31)}))",
+                      close(rtol=1e-9, atol=1e-9))
+
+
 def hidden_tests(rng: random.Random) -> dict:
     exact = close(rtol=0, atol=0)
     scaled_cases = [  # each region of the answer: n = 2, c < 1 long, c >= 1, c just below 1
@@ -19,4 +31,9 @@ def hidden_tests(rng: random.Random) -> dict:
         "ex-learn-dilution": [HiddenTest(f"weight_on_first({rng.randrange(2, 2000)}, "
                                          f"{rng.uniform(0.1, 4.0)!r}, {scaled})")
                               for scaled in (False, True, False, True)],
+        "ex-learn-bootstrap": [  # a steady gain, a steady loss, either, three seeds
+            _bootstrap(rng, rng.randrange(6, 13), (0.005, 0.03)),
+            _bootstrap(rng, rng.randrange(6, 13), (-0.03, -0.005)),
+            _bootstrap(rng, rng.randrange(6, 13), (-0.05, 0.05)),
+            _bootstrap(rng, 3, (-0.05, 0.05))],
     }
