@@ -87,11 +87,13 @@ pdf: book
 ## scale"): every notebook executed once with BOOK_SCALE=full and no time limit per cell, cached
 ## in _build/full/_build/.jupyter_cache (apart from make book's quick results; a rerun after a
 ## failure executes only what failed or changed), and the HTML built from those executed
-## notebooks into _build/full/_build/html
+## notebooks into _build/full/_build/html; then the figures of the appendix "Reproducing at full
+## scale" recorded from them into book/figures/full (tools/full_figures.py), to be committed
 full: export BOOK_SCALE = full
 full: $(READY)
 	$(BIN)/python tools/book_config.py _build/full/_config.yml --execute cache --timeout -1
 	$(call build_book,_build/full,--config _build/full/_config.yml)
+	$(BIN)/python tools/full_figures.py _build/full/_build/jupyter_execute/book book/figures/full
 
 ## robust: every notebook under nbval with three other seeds (BOOK_SEED) and two CPU threads
 ## (COMPANION_THREADS; the book computes on one, so sums are split another way here)

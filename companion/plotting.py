@@ -1,11 +1,13 @@
 """The book's figures. Each function draws on a new figure (or on ``ax`` when given) and returns
 the ``matplotlib.axes.Axes`` it drew on, so a chapter can add to it or save it; :func:`show`
-displays a figure as the book does."""
+displays a figure as the book does, and :func:`show_recorded` displays one recorded from an
+executed notebook."""
 
 import base64
 import html
 import io
 import itertools
+import json
 import textwrap
 
 import matplotlib.pyplot as plt
@@ -50,6 +52,25 @@ def show(figure) -> None:
     display({"text/html": page, "application/pdf": base64.b64encode(pdf.getvalue()).decode(),
              "text/plain": repr(figure)}, raw=True)
     plt.close(figure)
+
+
+# The parts of a bundle that show() displays and show_recorded() displays again.
+RECORDED_FORMATS = ("text/html", "application/pdf", "text/plain")
+
+
+def show_recorded(path) -> None:
+    """Display again a figure that :func:`show` displayed in an executed notebook and that was
+    saved as JSON (its MIME bundle: ``text/html``, ``application/pdf``, ``text/plain``). The
+    appendix *Reproducing at full scale* shows the full-scale runs' figures this way;
+    ``tools/full_figures.py`` records them from ``make full``'s executed chapters."""
+    from IPython.display import display
+
+    with open(path, encoding="utf-8") as file:
+        bundle = json.load(file)
+    if not isinstance(bundle, dict) or not isinstance(bundle.get("text/html"), str):
+        raise ValueError(f"path must hold a figure bundle recorded from show() (a JSON object "
+                         f"with a 'text/html' string), not {path}")
+    display({kind: bundle[kind] for kind in RECORDED_FORMATS if kind in bundle}, raw=True)
 
 
 def _figure_of(figure) -> Figure:

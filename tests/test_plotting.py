@@ -177,3 +177,47 @@ def test_show_accepts_the_axes_a_plotting_function_returns_and_refuses_figure_le
         plotting.show(axes)
     with pytest.raises(TypeError, match="Figure or Axes"):
         plotting.show("a figure")
+
+
+def test_a_figure_recorded_from_an_executed_notebook_is_shown_again_as_it_was(
+        tmp_path, cache_executed):
+    import json
+    from unittest import mock
+
+    from full_figures import record  # tools/, on pytest's pythonpath
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    shown = _shown(fig)
+    figure_cell = {"cell_type": "code", "metadata": {"mystnb": {"figure": {
+        "name": "fig-precision"}}}, "source": "show(fig)", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": "a line printed first\n"},
+        {"output_type": "display_data", "metadata": {}, "data": shown}]}
+    executed = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# A"},
+                          figure_cell]}
+    (tmp_path / "exact_solutions.ipynb").write_text(json.dumps(executed))
+    assert record(tmp_path, tmp_path / "out") == [tmp_path / "out" / "fig-precision.json"]
+    again = []
+    with mock.patch("IPython.display.display", lambda bundle, raw: again.append(bundle)):
+        plotting.show_recorded(tmp_path / "out" / "fig-precision.json")
+    assert again == [shown]
+
+    # from Jupyter Book's execution cache, matched by the chapter's code
+    import nbformat
+    cache, committed = cache_executed(executed, "exact_solutions.ipynb")
+    book = tmp_path / "book"
+    book.mkdir()
+    nbformat.write(committed, book / "exact_solutions.ipynb")
+    (tmp_path / "out" / "fig-precision.json").unlink()
+    assert record(cache, tmp_path / "out", book) == [tmp_path / "out" / "fig-precision.json"]
+    assert json.loads((tmp_path / "out" / "fig-precision.json").read_text()) == shown
+    committed.cells[1].source = "show(other_fig)"  # code the cache never executed
+    nbformat.write(committed, book / "exact_solutions.ipynb")
+    assert record(cache, tmp_path / "out", book) == []
+
+    figure_cell["outputs"] = []  # a chapter that was not executed
+    (tmp_path / "exact_solutions.ipynb").write_text(json.dumps(executed))
+    with pytest.raises(ValueError, match="executed"):
+        record(tmp_path, tmp_path / "out")
+    (tmp_path / "not_a_figure.json").write_text('{"text/plain": "1"}')
+    with pytest.raises(ValueError, match="path must hold a figure bundle"):
+        plotting.show_recorded(tmp_path / "not_a_figure.json")

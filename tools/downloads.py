@@ -3,8 +3,8 @@
 The theme's download menu offers a notebook's source twice (as ``.ipynb`` and as its source
 suffix) and a "print to PDF" of the page. For a chapter, this extension offers instead:
 
-* the notebook as executed for this build, with every output (copied from myst-nb's
-  ``jupyter_execute`` folder into ``_downloads/executed/``);
+* the notebook as executed for this build, with every output (from the execution cache, into
+  ``_downloads/executed/``);
 * the notebook as committed, without outputs (the source that Sphinx copies to ``_sources``);
 * the book's PDF (``make pdf``; ``book.pdf`` at the site's root), which every page offers in
   place of the browser's print of the page.
@@ -12,6 +12,9 @@ suffix) and a "print to PDF" of the page. For a chapter, this extension offers i
 
 import shutil
 from pathlib import Path
+
+import nbformat
+from executed import from_cache
 
 EXECUTED = "_downloads/executed"
 PDF = "book.pdf"
@@ -47,16 +50,22 @@ def offer_downloads(app, pagename, templatename, context, doctree) -> None:
 
 
 def copy_executed_notebooks(app, exception) -> None:
-    """Copy the notebooks executed for this build next to the pages that offer them."""
+    """Put the notebooks executed for this build next to the pages that offer them: from the
+    execution cache (``tools/executed.py``), or else myst-nb's ``jupyter_execute`` copy."""
     if exception is not None or app.builder.format != "html":
         return
-    executed = Path(app.env.mystnb_config.output_folder)
+    config = app.env.mystnb_config
     for docname in app.env.found_docs:
-        notebook = executed / f"{docname}.ipynb"
-        if Path(app.env.doc2path(docname)).suffix == ".ipynb" and notebook.is_file():
-            target = Path(app.outdir, EXECUTED, f"{docname}.ipynb")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(notebook, target)
+        source = Path(app.env.doc2path(docname))
+        if source.suffix != ".ipynb":
+            continue
+        target = Path(app.outdir, EXECUTED, f"{docname}.ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        executed = from_cache(Path(config.execution_cache_path), source)
+        if executed is not None:
+            nbformat.write(executed, target)
+        elif (Path(config.output_folder) / f"{docname}.ipynb").is_file():
+            shutil.copyfile(Path(config.output_folder) / f"{docname}.ipynb", target)
 
 
 def setup(app):

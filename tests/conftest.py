@@ -1,0 +1,32 @@
+"""Fixtures shared by the tests."""
+
+import pytest
+
+
+@pytest.fixture
+def cache_executed(tmp_path):
+    """A function that stores an executed notebook (a dict in nbformat 4) in a Jupyter Cache
+    folder under ``tmp_path``, as Jupyter Book's execution would, and returns the folder and
+    the notebook without its outputs (what the book commits)."""
+    import json
+
+    import nbformat
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    def store(executed: dict, uri: str):
+        notebook = nbformat.from_dict({"metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+                                       **json.loads(json.dumps(executed))})
+        for number, cell in enumerate(notebook.cells):
+            cell.setdefault("id", f"cell-{number}")
+            if cell.cell_type == "code":
+                cell.setdefault("execution_count", 1)
+        get_cache(tmp_path / "cache").cache_notebook_bundle(
+            CacheBundleIn(notebook, uri), check_validity=False)
+        committed = nbformat.from_dict(json.loads(json.dumps(notebook)))
+        for cell in committed.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        return tmp_path / "cache", committed
+
+    return store

@@ -1,0 +1,25 @@
+"""A notebook as Jupyter Book executed it, from myst-nb's execution cache.
+
+myst-nb writes each notebook it builds into ``jupyter_execute``, but with its outputs only
+when the build executed it: a notebook whose outputs came from the cache is written there as
+read, without them. The cache itself (Jupyter Cache, ``_build/.jupyter_cache``) holds the
+outputs of every notebook it executed, matched by the notebook's code.
+"""
+
+from pathlib import Path
+
+import nbformat
+
+
+def from_cache(cache: Path, source: Path):
+    """The notebook at ``source`` with the outputs that the Jupyter Cache folder ``cache``
+    holds for its current code (an ``nbformat.NotebookNode``), or None where the cache has
+    none."""
+    if not (Path(cache) / "global.db").is_file():
+        return None
+    from jupyter_cache import get_cache
+    try:
+        return get_cache(cache).merge_match_into_notebook(
+            nbformat.read(source, as_version=4))[1]
+    except KeyError:  # never executed with this code
+        return None
