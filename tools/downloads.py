@@ -62,10 +62,11 @@ def copy_executed_notebooks(app, exception) -> None:
         target = Path(app.outdir, EXECUTED, f"{docname}.ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
         executed = from_cache(Path(config.execution_cache_path), source)
+        written = Path(config.output_folder) / f"{docname}.ipynb"  # myst-nb's copy
         if executed is not None:
             nbformat.write(executed, target)
-        elif (Path(config.output_folder) / f"{docname}.ipynb").is_file():
-            shutil.copyfile(Path(config.output_folder) / f"{docname}.ipynb", target)
+        elif written.is_file():
+            shutil.copyfile(written, target)
 
 
 def setup(app):
