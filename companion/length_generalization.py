@@ -14,15 +14,17 @@ Tasks (inputs are token ids, the answer one class):
   between them, an odd length; the class is the value mod 5, multiplications first.
 
 The model is the encoder of :mod:`companion.training` widened for several classes, with the
-read-out of [deletang2023chomsky]'s code: a learned embedding of the tokens and of an output
+read-out of [deletang2023chomsky] §4: a learned embedding of the tokens and of an output
 token (id ``vocab``) appended after the input, the fixed sinusoidal position embedding, pre-norm
 ``nn.TransformerEncoderLayer`` s, and a linear output, one logit per class, on the output
 token, the last position. The models of one task (seeds x variants) are trained together as
 one vmapped computation.
 """
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -158,6 +160,31 @@ class Benchmark:
     @property
     def in_distribution(self) -> torch.Tensor:
         return self._mean(longer=False)
+
+    def save(self, path) -> None:
+        """Write this outcome to ``path`` as JSON, to be read back by :func:`load`."""
+        fields = {"task": self.task, "seeds": list(self.seeds), "variants": list(self.variants),
+                  "lengths": list(self.lengths), "max_train_length": self.max_train_length,
+                  "accuracy": self.accuracy.tolist()}
+        Path(path).write_text(json.dumps(fields) + "\n", encoding="utf-8")
+
+
+def load(path) -> Benchmark:
+    """The :class:`Benchmark` that :meth:`Benchmark.save` wrote to ``path`` (accuracy in
+    float64)."""
+    fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    expected = {"task", "seeds", "variants", "lengths", "max_train_length", "accuracy"}
+    if not isinstance(fields, dict) or set(fields) != expected:
+        raise ValueError(f"{path} does not hold a saved Benchmark: expected the fields "
+                         f"{sorted(expected)}")
+    check_choice(fields["task"], "task", tuple(TASKS))
+    accuracy = torch.tensor(fields["accuracy"], dtype=torch.float64)
+    shape = (len(fields["seeds"]), len(fields["variants"]), len(fields["lengths"]))
+    if accuracy.shape != shape:
+        raise ValueError(f"{path}: accuracy has shape {tuple(accuracy.shape)}, expected "
+                         f"{shape} (seeds, variants, lengths)")
+    return Benchmark(fields["task"], fields["seeds"], tuple(fields["variants"]),
+                     fields["lengths"], fields["max_train_length"], accuracy)
 
 
 def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,

@@ -14,14 +14,15 @@ from companion.length_generalization import (
     Classifier,
     bootstrap_difference,
     classifier_logits,
+    load,
     run,
     sample,
     summary,
 )
 
 
-def evaluate_left_to_right(tokens):
-    """Modular arithmetic by Python's own precedence rules on the written expression."""
+def evaluate_as_python(tokens):
+    """Modular arithmetic by Python's evaluation of the written expression (products first)."""
     text = "".join(str(t) if t < 5 else "+-*"[t - 5] for t in tokens)
     return eval(text) % 5  # noqa: S307 -- digits and + - * only
 
@@ -40,7 +41,7 @@ def test_labels_match_the_definitions(task):
         elif task == "cycle_navigation":
             expected = sum({0: 0, 1: 1, 2: -1}[a] for a in row) % 5
         else:
-            expected = evaluate_left_to_right(row)
+            expected = evaluate_as_python(row)
         assert label == expected
 
 
@@ -102,6 +103,26 @@ def test_summary_reads_the_accuracies_of_each_task():
     # every seed's scaled score is 0.1 above its standard one: a point interval at 0.1
     for column in ("difference", "low", "high"):
         assert math.isclose(row[column], 0.1)
+
+
+def test_a_saved_benchmark_loads_as_it_was(tmp_path):
+    accuracy = torch.rand(2, 2, 3, generator=torch.Generator().manual_seed(4),
+                          dtype=torch.float64)
+    saved = Benchmark("parity_check", [7, 8], ("standard", "scaled"), [5, 9, 12], 9, accuracy)
+    saved.save(tmp_path / "parity.json")
+    loaded = load(tmp_path / "parity.json")
+    assert loaded.task == "parity_check" and loaded.seeds == [7, 8]
+    assert loaded.variants == ("standard", "scaled") and loaded.lengths == [5, 9, 12]
+    assert loaded.max_train_length == 9
+    assert torch.equal(loaded.accuracy, accuracy) and torch.equal(loaded.score, saved.score)
+    (tmp_path / "short.json").write_text('{"task": "parity_check"}')
+    with pytest.raises(ValueError, match="does not hold a saved Benchmark"):
+        load(tmp_path / "short.json")
+    text = (tmp_path / "parity.json").read_text()
+    (tmp_path / "shape.json").write_text(text.replace('"lengths": [5, 9, 12]',
+                                                      '"lengths": [5, 9]'))
+    with pytest.raises(ValueError, match=r"accuracy has shape \(2, 2, 3\), expected"):
+        load(tmp_path / "shape.json")
 
 
 def test_bad_input():
