@@ -442,12 +442,13 @@ def plot_training_curves(log, axes=None):
 def plot_length_generalization(benchmarks, axes=None):
     """One panel per :class:`companion.length_generalization.Benchmark`: accuracy against test
     length (log axis) for each variant, the mean over seeds with a band of one standard error;
-    a dotted line at chance, a dashed one at the longest training length. Returns the axes."""
+    a dotted line at chance, a dashed one at the longest training length. Every panel has its
+    own axis labels, since on a phone the panels stand one under another. Returns the axes."""
     columns = min(2, len(benchmarks))  # one panel alone, not beside an empty one
     if axes is None:
         rows = (len(benchmarks) + 1) // 2
-        _, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows), sharex=True,
-                               sharey=True, squeeze=False, layout="constrained")
+        _, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows),
+                               squeeze=False, layout="constrained")
         axes = axes.flatten()[:len(benchmarks)]
     for ax, result in zip(axes, benchmarks, strict=True):
         for index, variant in enumerate(result.variants):
@@ -461,9 +462,7 @@ def plot_length_generalization(benchmarks, axes=None):
         ax.axvline(result.max_train_length, color="gray", linewidth=0.8, linestyle="--")
         ax.set_title(result.task.replace("_", " "))
         ax.set_ylim(-0.02, 1.02)
-    for ax in axes[-columns:]:
         ax.set_xlabel("string length")
-    for ax in axes[::columns]:
         ax.set_ylabel("accuracy")
     axes[0].legend(frameon=False, title="attention")
     return axes

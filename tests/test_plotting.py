@@ -129,6 +129,9 @@ def test_length_generalization_draws_each_variants_mean_and_chance():
     levels = [line.get_ydata()[0] for line in axes[1].get_lines() if line.get_linestyle() == ":"]
     assert levels == [0.2]  # cycle navigation: five classes
     assert axes[1].get_title() == "cycle navigation"
+    for ax in axes:  # each panel readable alone, as on a phone: its own labels and ticks
+        assert ax.get_xlabel() == "string length" and ax.get_ylabel() == "accuracy"
+        assert all(label.get_visible() for label in ax.get_yticklabels())
     [alone] = plotting.plot_length_generalization(results[:1])
     assert len(alone.figure.axes) == 1  # no empty panel beside a single task
 
