@@ -6,7 +6,7 @@ READY := $(VENV)/.ready
 # the course tooling's own dependencies (course/requirements.txt), on top of the book's
 COURSE_READY := $(VENV)/.course-ready
 
-.PHONY: book test lab chromium latex pdf full robust assignments bench clean
+.PHONY: book test lab chromium latex bubblewrap pdf full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,7 +53,7 @@ lab: $(READY)
 ## seeds; the slow whole-book checks last (every chapter executed with the book's seed and the
 ## HTML built from it and checked in Chromium, each chapter's editions graded, every chapter and
 ## student edition opened in JupyterLab, a chapter run from a fresh venv). pytest prints times.
-test: $(COURSE_READY) chromium latex
+test: $(COURSE_READY) chromium latex bubblewrap
 	$(BIN)/ruff check companion course tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow"
 	BOOK_SEED=1 BOOK_SCALE=quick $(BIN)/python -m pytest book --durations=3
@@ -67,6 +67,15 @@ chromium:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+
+## bubblewrap: Debian's sandbox (bwrap), in which the autograder runs every submission
+## (installed when missing; the grader refuses to run without it unless told --unsafe)
+bubblewrap:
+	@command -v bwrap >/dev/null || { \
+		echo "installing Debian's bubblewrap for the autograder's sandbox"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq bubblewrap >/dev/null; }
 
 ## latex: TeX Live from Debian, for the book's PDF (installed when missing; about 50 s)
 LATEX_PACKAGES := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
@@ -105,9 +114,12 @@ robust: $(READY)
 			|| exit 1; \
 	done
 
-## assignments: student (solutions removed) and instructor editions in _build/assignments
-assignments: $(COURSE_READY)
-	$(BIN)/python -m course.assignments book/*.ipynb --out _build/assignments
+## assignments: student (solutions removed) and instructor editions in _build/assignments (and
+## bubblewrap, for grading them); for graded work, COURSE_SEED=N hands out the course's variant
+## of every exercise, and ROSTER=FILE (student names) each student's own
+assignments: $(COURSE_READY) bubblewrap
+	$(BIN)/python -m course.assignments book/*.ipynb --out _build/assignments \
+		$(if $(COURSE_SEED),--course-seed $(COURSE_SEED)) $(if $(ROSTER),--roster $(ROSTER))
 
 ## bench: the timings and memory figures that matter (never asserted in unit tests)
 bench: $(READY)

@@ -21,12 +21,15 @@ directives stay, which JupyterLab renders as boxes with jupyterlab-myst. The che
 students can test their work, and each written part gets a Markdown cell tagged ``written``
 for the answer. Points are graded by hidden tests
 (:mod:`course.hidden`), not by the checks. The instructor edition keeps everything. Both are
-written without outputs. Command line::
+written without outputs. For graded work, a course seed (and a roster) hands out variants of
+the exercises that the public book does not answer (:mod:`course.variants`). Command line::
 
-    python -m course.assignments book/*.ipynb --out _build/assignments
+    python -m course.assignments book/*.ipynb --out _build/assignments \\
+        [--course-seed N [--roster students.csv]]
 """
 
 import argparse
+import csv
 import re
 from functools import cache
 from pathlib import Path
@@ -232,29 +235,79 @@ def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode
     return _apply(notebook, ClearOutputPreprocessor())
 
 
-def write_editions(notebooks, out: Path) -> list[Path]:
+def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=None,
+                   hidden=None) -> list[Path]:
     """Write ``out/student/<name>.ipynb`` and ``out/instructor/<name>.ipynb`` for every
-    notebook with graded exercises; returns the student editions written."""
-    written = []
+    notebook with graded exercises; returns the student editions written.
+
+    With a ``course_seed`` the student editions are those of the course's variant of each
+    chapter (:mod:`course.variants`; the variants come from the hidden tests' modules in
+    ``hidden``, default :mod:`course.hidden`'s folder), and with a ``roster`` (a file of
+    student names) each student's own, in ``out/student/<student>/<name>.ipynb``. The
+    instructor edition stays the book's (the grader's ``--reference``, from which it makes
+    every variant), and ``out/instructor/variants/<chapter>-<k>.ipynb`` holds the reference
+    answers of each variant handed out, listed in ``out/instructor/variants.csv``."""
+    from course import hidden as hidden_tests
+    from course.variants import apply_variants, chapter_variants, read_roster, variant_index
+
+    if roster is not None and course_seed is None:
+        raise ValueError("roster: a roster needs a course_seed (--course-seed)")
+    students = read_roster(roster) if roster is not None else [""]
+    written, handed_out = [], []
     for path in map(Path, notebooks):
         notebook = nbformat.read(path, as_version=4)
         if not exercise_points(notebook):
             continue
-        for edition, make in (("student", student_edition), ("instructor", instructor_edition)):
-            target = out / edition / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(make(notebook), target)
-        written.append(out / "student" / path.name)
+        _write(instructor_edition(notebook), out / "instructor" / path.name)
+        if course_seed is None:
+            written.append(_write(student_edition(notebook), out / "student" / path.name))
+            continue
+        make_variants = hidden_tests.load(path.stem, hidden).VARIANTS
+        indices = {}
+        for student in students:
+            index = variant_index(course_seed, path.stem, student)
+            if index not in indices:
+                indices[index] = apply_variants(
+                    notebook, chapter_variants(make_variants, path.stem, index))
+                _write(instructor_edition(indices[index]),
+                       out / "instructor" / "variants" / f"{path.stem}-{index}.ipynb")
+            folder = out / "student" / student if student else out / "student"
+            written.append(_write(student_edition(indices[index]), folder / path.name))
+            handed_out.append([student, path.stem, index,
+                               "; ".join(f"{label}: {name}" for label, name in
+                                         indices[index].metadata.course_variant.items())])
+    if handed_out:
+        with (out / "instructor" / "variants.csv").open("w", newline="") as file:
+            csv.writer(file).writerows([["student", "chapter", "variant", "exercises"],
+                                        *handed_out])
     return written
+
+
+def _write(notebook, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    return target
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", help="chapters (.ipynb) with graded exercises")
     parser.add_argument("--out", type=Path, default=Path("_build/assignments"))
+    parser.add_argument("--course-seed", type=int,
+                        help="hand out the course's variant of every graded exercise")
+    parser.add_argument("--roster", type=Path,
+                        help="with --course-seed: a file of student names, one per line; "
+                             "each student gets a variant of their own")
+    parser.add_argument("--hidden", type=Path, help="folder of the hidden tests and variants")
     args = parser.parse_args(argv)
-    for path in write_editions(args.notebooks, args.out):
-        print(f"wrote {path} and its instructor edition")
+    try:
+        written = write_editions(args.notebooks, args.out, args.course_seed, args.roster,
+                                 args.hidden)
+    except ValueError as error:
+        parser.exit(2, f"course.assignments: {error}\n")
+    for path in written:
+        print(f"wrote {path}")
+    print(f"and the instructor editions in {args.out / 'instructor'}")
 
 
 if __name__ == "__main__":

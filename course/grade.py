@@ -4,19 +4,24 @@ A :class:`Grader` is made for one instructor edition (the *reference*). It draws
 the chapter's hidden tests (:mod:`course.hidden`) from a seed, runs the reference once to learn
 the expected values, and then grades each submission on its own: the grader writes the notebook
 to run (the submission without its check cells, each exercise's hidden tests where its part of
-the notebook ends) and executes it in a sandbox (:mod:`course.sandbox`) in which the reference
-and the other submissions' folders are hidden. The values the tests print come back to the
-grader, which judges them in its own process; the visible checks are for students and count for
+the notebook ends) and executes it in the sandbox of :mod:`course.sandbox`, which shows it no
+file of the grader's, the reference's or another submission's. The values the tests print come
+back to the grader, which parses them with limits on size and depth and judges them in its own
+process, each judgement bounded in time; the visible checks are for students and count for
 nothing. An exercise scores its points times the fraction of its tests that pass. A submission
-that cannot be graded (not a notebook, a kernel that dies) gets a row that says what went wrong,
-and the batch goes on. Exercises marked ``written`` (see :mod:`course.assignments`) are graded
-by hand from the answers :func:`write_written_answers` collects.
+that cannot be graded (not a notebook, a kernel that dies, an outcome the grader cannot read, an
+error of the grader's while judging it) gets a row that says what went wrong, and the batch goes
+on. The grader refuses to run where the sandbox cannot (:func:`course.sandbox.sandbox_available`)
+unless told ``unsafe``, and every row it grades then says so. Exercises marked ``written`` (see
+:mod:`course.assignments`) are graded by hand from the answers :func:`write_written_answers`
+collects, sanitized.
 
 Command line::
 
     python -m course.grade submissions/*.ipynb --reference instructor/chapter.ipynb \\
-        [--hidden DIR] [--seed N] [--timeout 120] [--memory 8] [--max-seconds 1800] \\
-        [--json] [--csv grades.csv] [--written written.ipynb] [--gradescope results.json]
+        [--hidden DIR] [--seed N] [--timeout 120] [--memory 8] [--processes 512] \\
+        [--max-seconds 1800] [--unsafe] [--json] [--csv grades.csv] [--written written.ipynb] \\
+        [--gradescope results.json]
 """
 
 import argparse
@@ -24,7 +29,10 @@ import csv
 import html
 import json
 import random
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,7 +53,19 @@ from course.assignments import (
     written_points,
     written_prompt,
 )
-from course.sandbox import HIDDEN_TEST, TIMEOUT, namespaces_available, run_sandboxed
+from course.sandbox import (
+    HIDDEN_TEST,
+    TIMEOUT,
+    SandboxUnavailable,
+    enforced_limits,
+    run_sandboxed,
+    sandbox_available,
+)
+from course.variants import apply_variants, chapter_variants, read_roster, variant_index
+
+JUDGE_SECONDS = 60  # the longest the grader spends judging one value
+UNSAFE = "none (--unsafe): the submission could read and change what the grader can"
+
 
 
 @dataclass
@@ -65,6 +85,8 @@ class Report:
     notebook: str
     exercises: list[ExerciseScore]
     error: str = ""
+    sandbox: str = "bubblewrap"
+    variant: int | None = None  # the variant graded against (None: the book's exercises)
 
     @property
     def score(self) -> float:
@@ -77,7 +99,8 @@ class Report:
     def record(self) -> dict:
         """The report as JSON-ready data, for a learning-management system."""
         return {"notebook": self.notebook, "score": self.score, "max_score": self.max_score,
-                "error": self.error, "exercises": [asdict(s) for s in self.exercises]}
+                "error": self.error, "sandbox": self.sandbox, "variant": self.variant,
+                "exercises": [asdict(s) for s in self.exercises]}
 
 
 def _read(path: Path, what: str):
@@ -135,75 +158,162 @@ def _value(outcome: dict, index: int):
         return None, str(error)
 
 
+@contextmanager
+def _time_limit(seconds: float):
+    """Raise ``TimeoutError`` in the block after ``seconds`` (in the main thread, where Python
+    delivers signals; elsewhere the block is not limited)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def judged(test, value, expected) -> str:
+    """``test.judge(value, expected)``, bounded in time; an error of the judge's (a value it
+    cannot handle) fails the test with a message, and never stops the grader."""
+    try:
+        with _time_limit(JUDGE_SECONDS):
+            return test.judge(value, expected)
+    except TimeoutError:
+        return f"the grader gave up judging the value after {JUDGE_SECONDS} s"
+    except Exception as error:  # noqa: BLE001 - any value a submission makes must be survived
+        return f"the grader could not judge the value ({type(error).__name__})"
+
+
 class Grader:
-    """Grades submissions of one chapter against its instructor edition ``reference``.
+    """Grades submissions of one chapter against its instructor edition ``reference``: its
+    own exercises, or with a ``course_seed`` the course's variant of them, or with a
+    ``roster`` (a file, :func:`course.variants.read_roster`) each student's own variant
+    (:mod:`course.variants`).
 
     ``hidden`` is the folder of the hidden tests (default: :mod:`course.hidden`'s), ``seed``
     draws their inputs (default: a fresh one, see :attr:`seed`). Every cell is limited to
     ``timeout`` seconds, a whole submission to ``max_seconds``, its memory to ``memory_gb``
-    GiB. ``hide`` lists more folders to hide from every submission (the folders of the
-    reference and of the hidden tests are always hidden). Raises ``ValueError`` when a hidden
-    test fails on the reference itself."""
+    GiB and its processes (threads included) to ``processes``
+    (:func:`course.sandbox.enforced_limits` says which limits hold on this machine). Raises
+    :class:`~course.sandbox.SandboxUnavailable` where the sandbox cannot run, unless
+    ``unsafe``, and ``ValueError`` when a hidden test fails on the reference itself."""
 
     def __init__(self, reference, hidden=None, seed: int | None = None, timeout: float = 120,
-                 memory_gb: float = 8, max_seconds: float = 1800, hide=()):
+                 memory_gb: float = 8, max_seconds: float = 1800, processes: int = 512,
+                 unsafe: bool = False, course_seed: int | None = None, roster=None):
         for name, value in (("timeout", timeout), ("memory_gb", memory_gb),
-                            ("max_seconds", max_seconds)):
+                            ("max_seconds", max_seconds), ("processes", processes)):
             if isinstance(value, bool) or not (isinstance(value, int | float) and value > 0):
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(processes, int):
+            raise ValueError(f"processes must be a whole number, got {processes!r}")
+        if not isinstance(unsafe, bool):
+            raise TypeError(f"unsafe must be True or False, got {unsafe!r}")
+        if not unsafe and (why := sandbox_available()):
+            raise SandboxUnavailable(
+                f"the grader runs submissions only in its sandbox, and here {why}; to grade "
+                "without it (a submission could then read the answers and change the grader's "
+                "files), pass --unsafe")
         self.reference = _read(reference, "reference")
+        if "course_variant" in self.reference.metadata:
+            raise ValueError(f"reference: {reference} is the edition of one variant; give the "
+                             "plain instructor edition, from which every variant is made")
         self.points = exercise_points(self.reference)
         self.written = written_points(self.reference)
         if not self.points:
             raise ValueError(f"reference: {reference} has no graded exercises in its metadata")
         self.seed = random.SystemRandom().randrange(2**32) if seed is None else seed
-        make_tests = hidden_tests.load(Path(reference).stem, hidden)
-        self.tests = make_tests(random.Random(self.seed))
-        missing = set(self.points) - set(self.tests)
-        if missing or not all(self.tests.get(label) for label in self.points):
-            raise ValueError(f"hidden: no hidden tests for {sorted(missing) or 'an exercise'}")
-        self.limits = {"timeout": timeout, "memory_gb": memory_gb, "max_seconds": max_seconds}
-        self.hide = [Path(reference).resolve().parent, *map(Path, hide)]
-        if hidden is not None:
-            self.hide.append(Path(hidden))
-        self.expected = self._expected_values()
+        self.chapter = Path(reference).stem
+        self.module = hidden_tests.load(self.chapter, hidden)
+        if roster is not None and course_seed is None:
+            raise ValueError("roster: a roster needs a course_seed (--course-seed)")
+        if course_seed is not None:
+            variant_index(course_seed, self.chapter)  # refuses a seed that is not one
+        self.course_seed = course_seed
+        self.roster = read_roster(roster) if roster is not None else None
+        self.limits = {"timeout": timeout, "memory_gb": memory_gb, "max_seconds": max_seconds,
+                       "processes": processes, "unsafe": unsafe}
+        self.sandbox = UNSAFE if unsafe else "bubblewrap"
+        self._variants: dict = {}  # variant index (None: the book's exercises) -> tests, values
+        if self.roster is None:
+            self.variant(None if course_seed is None else variant_index(course_seed,
+                                                                        self.chapter))
 
-    def _expected_values(self) -> dict:
-        to_run, where = notebook_to_run(self.reference, self.tests)
-        outcome = run_sandboxed(to_run, hide=self.hide, **self.limits)
+    def variant(self, index: int | None) -> tuple[dict, dict]:
+        """The hidden tests of variant ``index`` (None: the book's own exercises) and their
+        values in its reference, ``({label: [HiddenTest]}, {label: [value]})``, made on first
+        use by running the variant's reference in the sandbox. Raises ``ValueError`` when a
+        test fails on the reference."""
+        if index in self._variants:
+            return self._variants[index]
+        variants = ({} if index is None else
+                    chapter_variants(self.module.VARIANTS, self.chapter, index))
+        reference = apply_variants(self.reference, variants) if variants else self.reference
+        tests = self.module.hidden_tests(random.Random(self.seed), variants)
+        missing = set(self.points) - set(tests)
+        if missing or not all(tests.get(label) for label in self.points):
+            raise ValueError(f"hidden: no hidden tests for {sorted(missing) or 'an exercise'}")
+        to_run, where = notebook_to_run(reference, tests)
+        outcome = run_sandboxed(to_run, **self.limits)
         expected = {}
         for label, indices in where.items():
             expected[label] = []
-            for test, index in zip(self.tests[label], indices, strict=True):
-                value, why = _value(outcome, index)
-                why = why or test.judge(value, value)
+            for test, cell in zip(tests[label], indices, strict=True):
+                value, why = _value(outcome, cell)
+                why = why or judged(test, value, value)
                 if why:
                     raise ValueError(f"hidden: the test {test.expression!r} of {label} fails on "
                                      f"the reference: {why}")
                 expected[label].append(value)
-        return expected
+        self._variants[index] = tests, expected
+        return tests, expected
 
-    def grade(self, notebook, hide=()) -> list[ExerciseScore]:
-        """The scores of the submitted notebook at path ``notebook``, one per exercise; its
-        folder and the folders ``hide`` are hidden from it."""
+    def variant_of(self, notebook, student: str | None = None) -> int | None:
+        """The variant a submission is graded against: none without a course seed, the
+        course's, or with a roster that of ``student`` (by default the name of the notebook's
+        folder, or else its file name without ``.ipynb``, whichever is on the roster)."""
+        if self.course_seed is None:
+            return None
+        if self.roster is None:
+            return variant_index(self.course_seed, self.chapter)
+        path = Path(notebook)
+        names = [student] if student is not None else [path.parent.name, path.stem]
+        on_roster = [name for name in names if name in self.roster]
+        if not on_roster:
+            raise ValueError(f"notebook: {' or '.join(map(repr, names))} is not on the roster")
+        return variant_index(self.course_seed, self.chapter, on_roster[0])
+
+    def grade(self, notebook, student: str | None = None) -> list[ExerciseScore]:
+        """The scores of the submitted notebook at path ``notebook``, one per exercise, against
+        its variant (:meth:`variant_of`)."""
         submission = _read(notebook, "notebook")
-        to_run, where = notebook_to_run(submission, self.tests)
-        hide = [*self.hide, *hide, Path(notebook).resolve().parent]
-        outcome = run_sandboxed(to_run, hide=hide, **self.limits)
+        index = self.variant_of(notebook, student)
+        if index is None and "course_variant" in submission.metadata:
+            raise ValueError("notebook: it is an edition of a graded variant; grade it with the "
+                             "course's --course-seed")
+        tests, expected_values = self.variant(index)
+        to_run, where = notebook_to_run(submission, tests)
+        outcome = run_sandboxed(to_run, **self.limits)
         scores = []
         for label, points in self.points.items():
             failures = []
-            for test, index, expected in zip(self.tests[label], where[label],
-                                             self.expected[label], strict=True):
-                value, why = _value(outcome, index)
-                why = why or test.judge(value, expected)
+            for test, cell, expected in zip(tests[label], where[label], expected_values[label],
+                                            strict=True):
+                value, why = _value(outcome, cell)
+                why = why or judged(test, value, expected)
                 if why:
                     failures.append(f"{_shorter(test.expression)}: {why}")
-            scores.append(self._score(label, points, failures, to_run, outcome))
+            scores.append(self._score(label, points, len(tests[label]), failures, to_run,
+                                      outcome))
         return scores
 
-    def _score(self, label, points, failures, notebook, outcome) -> ExerciseScore:
-        total = len(self.tests[label])
+    def _score(self, label, points, total, failures, notebook, outcome) -> ExerciseScore:
         passed = total - len(failures)
         message = f"{passed} of {total} hidden tests passed"
         if not failures:
@@ -221,17 +331,20 @@ class Grader:
         return ExerciseScore(label, points, points * passed / total,
                              f"{message}; failed: {failures[0]}")
 
-    def grade_batch(self, notebooks):
+    def grade_batch(self, notebooks, student: str | None = None):
         """Grade every notebook in turn, yielding a :class:`Report` as each is done; one that
-        cannot be graded gets a report with its ``error`` (and zero for every exercise), and
-        the batch goes on. The folders of all of them are hidden from each."""
-        folders = [Path(path).resolve().parent for path in notebooks]
+        cannot be graded, whatever the reason, gets a report with its ``error`` (and zero for
+        every exercise), and the batch goes on. ``student`` names the student of a batch of
+        one (see :meth:`variant_of`)."""
         for path in notebooks:
             try:
-                yield Report(str(path), self.grade(path, folders))
-            except ValueError as error:
-                zeros = [ExerciseScore(label, p, 0, str(error)) for label, p in self.points.items()]
-                yield Report(str(path), zeros, str(error))
+                yield Report(str(path), self.grade(path, student), sandbox=self.sandbox,
+                             variant=self.variant_of(path, student))
+            except Exception as error:  # noqa: BLE001 - one submission never stops the batch
+                why = str(error) if isinstance(error, ValueError) else (
+                    f"the grader failed on it ({type(error).__name__}: {error})")
+                zeros = [ExerciseScore(label, p, 0, why) for label, p in self.points.items()]
+                yield Report(str(path), zeros, why, self.sandbox)
 
 
 def table(scores: list[ExerciseScore]) -> str:
@@ -256,12 +369,13 @@ def write_csv(reports: list[Report], path: Path, written: dict | None = None) ->
     temporary = path.with_name(path.name + ".partial")
     with temporary.open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["notebook", *labels, "total", "max_score", *hand, "error"])
+        writer.writerow(["notebook", *labels, "total", "max_score", *hand, "error", "sandbox",
+                         "variant"])
         for r in reports:
             scores = {s.label: _number(s.score) for s in r.exercises}
             writer.writerow([r.notebook, *(scores.get(label, "") for label in labels),
                              _number(r.score), _number(r.max_score), *([""] * len(hand)),
-                             r.error])
+                             r.error, r.sandbox, "" if r.variant is None else r.variant])
     temporary.replace(path)
 
 
@@ -291,18 +405,20 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
                 f"### {html.escape(name)}\n\n{answer or '*(no written answer)*'}"))
     collected = nbformat.v4.new_notebook(cells=cells)
     nbformat.write(collected, path)
-    body, _ = HTMLExporter().from_notebook_node(collected)
+    body, _ = HTMLExporter(sanitize_html=True).from_notebook_node(collected)
     path.with_suffix(".html").write_text(body)
 
 
 def gradescope_results(report: Report) -> dict:
     """``report`` in the format of Gradescope's ``results.json`` (its autograder specification):
     one test per exercise, named by its label, with its score, points and message; a notebook
-    that could not be graded scores 0 with the reason as the output. Written parts are left to
-    Gradescope's own grading by hand."""
+    that could not be graded scores 0 with the reason as the output, and one graded without
+    the sandbox says so there. Written parts are left to Gradescope's own grading by hand."""
     tests = [{"name": s.label, "score": s.score, "max_score": s.points, "output": s.message}
              for s in report.exercises]
-    return {"score": report.score, "output": report.error, "tests": tests}
+    unsafe = "" if report.sandbox == "bubblewrap" else f"graded without a sandbox: {report.sandbox}"
+    output = "\n".join(filter(None, [unsafe, report.error]))
+    return {"score": report.score, "output": output, "tests": tests}
 
 
 def main(argv=None) -> None:
@@ -315,6 +431,17 @@ def main(argv=None) -> None:
     parser.add_argument("--timeout", type=float, default=120, help="seconds per cell")
     parser.add_argument("--memory", type=float, default=8, help="GiB per submission")
     parser.add_argument("--max-seconds", type=float, default=1800, help="seconds per submission")
+    parser.add_argument("--processes", type=int, default=512,
+                        help="processes and threads per submission (where a cgroup is at hand)")
+    parser.add_argument("--course-seed", type=int,
+                        help="grade the course's variant of the exercises (make assignments' seed)")
+    parser.add_argument("--roster", type=Path,
+                        help="with --course-seed: each student's own variant; a student is the "
+                             "name of their notebook's folder or file")
+    parser.add_argument("--student", help="the student of the one submission (with --roster)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="grade without the sandbox, where bubblewrap cannot run (every row "
+                             "then says so)")
     parser.add_argument("--json", action="store_true", help="print JSON lines for an LMS")
     parser.add_argument("--csv", type=Path, help="write a submissions x exercises table here")
     parser.add_argument("--written", type=Path,
@@ -324,17 +451,20 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.gradescope and len(args.notebooks) != 1:
         parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
-    if not namespaces_available():
-        print("warning: unshare is not available, so the submissions are not isolated from "
-              "each other's files and processes they start may outlive their grading",
-              file=sys.stderr)
-    grader = Grader(args.reference, args.hidden, args.seed, args.timeout, args.memory,
-                    args.max_seconds)
-    print(f"hidden tests drawn with --seed {grader.seed}", file=sys.stderr)
+    if args.student is not None and len(args.notebooks) != 1:
+        parser.error(f"--student names the student of one submission, got {len(args.notebooks)}")
+    try:
+        grader = Grader(args.reference, args.hidden, args.seed, args.timeout, args.memory,
+                        args.max_seconds, args.processes, args.unsafe, args.course_seed,
+                        args.roster)
+    except (SandboxUnavailable, ValueError) as error:
+        parser.exit(2, f"course.grade: {error}\n")
+    print(f"hidden tests drawn with --seed {grader.seed}; limits: "
+          f"{enforced_limits(args.memory, args.processes)}", file=sys.stderr)
     if args.written:
         write_written_answers(args.notebooks, args.reference, args.written)
     reports = []
-    for report in grader.grade_batch(args.notebooks):
+    for report in grader.grade_batch(args.notebooks, args.student):
         reports.append(report)
         if args.csv:
             write_csv(reports, args.csv, grader.written)  # each time: an interrupt loses none
@@ -344,7 +474,8 @@ def main(argv=None) -> None:
             print(json.dumps(report.record()), flush=True)
         else:
             error = f"not graded: {report.error}\n" if report.error else ""
-            print(f"{report.notebook}\n{error}{table(report.exercises)}\n", flush=True)
+            unsafe = "" if report.sandbox == "bubblewrap" else f"sandbox: {report.sandbox}\n"
+            print(f"{report.notebook}\n{unsafe}{error}{table(report.exercises)}\n", flush=True)
 
 
 if __name__ == "__main__":

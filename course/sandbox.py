@@ -1,17 +1,32 @@
 """Run one notebook in a sandbox: the autograder's worker.
 
-The notebook is written into a fresh scratch directory that holds nothing else and executed
-there, cell by cell, in a worker process of its own:
+:func:`run_sandboxed` starts bubblewrap (``bwrap``, Debian's ``bubblewrap``, the sandbox behind
+Flatpak) and, inside it, this file as a script: the *worker*, which reads the notebook on its
+standard input, executes it cell by cell with nbclient in a kernel of its own, and writes the
+outcome to a pipe that only it holds. Inside the sandbox
 
-* a new PID namespace (``unshare``), so every process the notebook starts dies with the worker,
-  and a new mount namespace in which the folders given as ``hide`` (the instructor edition's,
-  the other submissions') are covered by empty file systems that the notebook cannot unmount;
-* an address-space limit, a time limit per cell and one for the whole notebook;
-* the quick profile (``BOOK_SCALE=quick``).
+* the file system holds the Python environment and the system's libraries, read-only, and
+  private, size-limited ``tmpfs`` folders for ``HOME`` (the kernel's working folder), ``/tmp``
+  and ``/dev/shm``; no repository, book, hidden test, reference, other submission or grader
+  output, and nothing the grader's ``HOME`` holds;
+* there is no network, and the PID, IPC, UTS, user and cgroup namespaces are its own, so no
+  process outside is visible; the sandbox dies with the grader (``--die-with-parent``);
+* everything runs as an unprivileged user, with no capabilities, no further user namespaces,
+  and an environment of a few variables (the quick profile, ``BOOK_SCALE=quick``);
+* the worker makes itself non-dumpable, so the kernel, though it runs as the same user, cannot
+  open the worker's file descriptors or memory through ``/proc``; only the worker holds the
+  result channel.
 
-The worker reports every cell's outcome, and what the cells marked ``hidden_test`` printed,
-through a pipe that the notebook's kernel does not inherit. Where ``unshare`` is not available
-the notebook still runs, without the namespaces (:func:`namespaces_available` says which).
+Limits: a time limit per cell (the worker's) and one for the whole submission (the grader kills
+the sandbox); and, where the machine lets the grader make a control group (cgroup v2, or v1 with
+the memory and pids controllers), a memory and a process limit on the whole submission. Without
+one, memory is limited per process (``RLIMIT_AS``) and the number of processes is not limited:
+:func:`enforced_limits` says which holds. The outcome is read with a limit on its size and
+checked field by field; the printed values are parsed by :func:`course.hidden.value_printed`,
+with limits on size and depth.
+
+The worker imports nothing of the grader's (only the standard library, nbformat and nbclient),
+so that this file can run alone in the sandbox.
 """
 
 import argparse
@@ -25,17 +40,26 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from functools import cache
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
-
 TIMEOUT = "CellTimeout"  # the error name of a cell that ran out of time
 HIDDEN_TEST = "hidden_test"  # cell metadata of the cells whose printed output is reported
-ROOT = Path(__file__).resolve().parents[1]
-PR_SET_PDEATHSIG = 1  # prctl option: the signal a process gets when its parent dies
+MAX_PRINTED = 1_000_000  # characters of a hidden-test cell's printed output that are kept
+MAX_ERROR = 2_000  # characters of an error's message that are kept
+MAX_RESULT = 16 * MAX_PRINTED  # bytes of the worker's outcome the grader reads
+HOME = "/home/student"  # the kernel's home and working folder in the sandbox
+WORKER = "/opt/grader/sandbox.py"  # where this file lies in the sandbox
+TMPFS_BYTES = 512 * 2**20  # each of HOME, /tmp and /dev/shm
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl options
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap cannot run a sandbox on this machine."""
+
+
+# ------------------------------------------------------------------------------ the worker
 
 
 def _exit_note(client) -> str:
@@ -54,18 +78,26 @@ def execute(notebook, timeout: float, cwd: Path) -> dict:
     """Run every code cell of ``notebook`` in one kernel, each interrupted after ``timeout``
     seconds. Returns ``{"cells": {index: None or [ename, evalue]}, "printed": {index: stdout of
     a hidden_test cell}, "note": why it stopped early}``; the cells that ran are the keys, and
-    execution stops early only when the kernel dies. (A cell that swallows KeyboardInterrupt
-    is not stopped by the interrupt; the limit of :func:`run_sandboxed` ends it.)"""
+    execution stops early only when the kernel dies. Printed output and error messages are cut
+    at :data:`MAX_PRINTED` and :data:`MAX_ERROR` characters, and other cells' outputs are
+    dropped once recorded. (A cell that swallows KeyboardInterrupt is not stopped by the
+    interrupt; the limit of :func:`run_sandboxed` ends it.)"""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
     replies: dict[int, list | None] = {}
     printed: dict[int, str] = {}
 
     def record(cell, cell_index, execute_reply):
         content = (execute_reply or {}).get("content", {})
-        replies[cell_index] = ([content.get("ename", "Error"), content.get("evalue", "")]
+        replies[cell_index] = ([str(content.get("ename", "Error"))[:MAX_ERROR],
+                                str(content.get("evalue", ""))[:MAX_ERROR]]
                                if content.get("status") == "error" else None)
         if cell.metadata.get(HIDDEN_TEST):
-            printed[cell_index] = "".join(output.get("text", "") for output in cell.outputs
-                                          if output.get("name") == "stdout")
+            printed[cell_index] = "".join(
+                str(output.get("text", "")) for output in cell.outputs
+                if output.get("name") == "stdout")[:MAX_PRINTED]
+        cell.outputs = []
 
     client = NotebookClient(
         notebook, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
@@ -84,68 +116,306 @@ def execute(notebook, timeout: float, cwd: Path) -> dict:
     return {"cells": replies, "printed": printed, "note": ""}
 
 
-@cache
-def namespaces_available() -> bool:
-    """Whether ``unshare`` can give the worker its own PID and mount namespaces here."""
-    try:
-        subprocess.run([*_unshare(), "true"], check=True, capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+def _undumpable() -> None:
+    """Make this process non-dumpable: a process of the same user without capabilities (the
+    kernel) can then neither open its ``/proc/PID/fd`` nor read or write its memory."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def main(argv=None) -> None:
+    """The worker: execute the notebook read from standard input, write the outcome to the
+    file descriptor ``--result-fd``."""
+    _undumpable()
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--result-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    os.set_inheritable(args.result_fd, False)  # the kernel and its children never hold it
+    result = os.fdopen(args.result_fd, "w")
+    import nbformat
+
+    notebook = nbformat.reads(sys.stdin.read(), as_version=4)
+    outcome = execute(notebook, args.timeout, Path.cwd())
+    with result:
+        json.dump(outcome, result)
+
+
+# ------------------------------------------------------------------------------ the grader's side
+
+
+def _mount_of(kind: str, option: str | None = None) -> Path | None:
+    """Where a cgroup hierarchy of type ``kind`` (with ``option``, a v1 controller) is mounted."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if tail and tail[0] == kind and (option is None or option in tail[-1].split(",")):
+            return Path(fields[4])
+    return None
+
+
+def _own_cgroup(hierarchy: str) -> str | None:
+    """This process's cgroup path in the v1 hierarchy ``hierarchy`` ("" for v2)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if hierarchy in controllers.split(","):
+            return path
+    return None
+
+
+class Cgroup:
+    """A control group for one submission, with ``memory_bytes`` and ``processes`` limits on
+    all its processes together; ``Cgroup.make`` returns None where none can be made here."""
+
+    def __init__(self, folders: list[Path]):
+        self.folders = folders
+
+    @classmethod
+    def make(cls, memory_bytes: int, processes: int):
+        name = f"grade-{uuid.uuid4().hex[:12]}"
+        v2 = _mount_of("cgroup2")
+        own = _own_cgroup("")
+        if v2 is not None and own is not None:
+            made = cls._make_v2(v2 / own.lstrip("/") / name, memory_bytes, processes)
+            if made:
+                return made
+        folders = []
+        try:
+            for controller in ("memory", "pids"):
+                mount, own = _mount_of("cgroup", controller), _own_cgroup(controller)
+                if mount is None or own is None:
+                    raise OSError(f"no cgroup v1 {controller} controller")
+                folder = mount / own.lstrip("/") / name
+                folder.mkdir()
+                folders.append(folder)
+            (folders[0] / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            (folders[1] / "pids.max").write_text(str(processes))
+        except OSError:
+            cls(folders).remove()
+            return None
+        return cls(folders)
+
+    @classmethod
+    def _make_v2(cls, folder: Path, memory_bytes: int, processes: int):
+        try:
+            folder.mkdir()
+        except OSError:
+            return None
+        made = cls([folder])
+        try:
+            (folder / "memory.max").write_text(str(memory_bytes))
+            (folder / "memory.swap.max").write_text("0")
+            (folder / "pids.max").write_text(str(processes))
+        except OSError:
+            made.remove()
+            return None
+        return made
+
+    def enter(self) -> None:
+        """Move the calling process (and so its future children) into the group."""
+        for folder in self.folders:
+            with open(folder / "cgroup.procs", "w") as procs:
+                procs.write(str(os.getpid()))
+
+    def out_of_memory(self) -> bool:
+        """Whether the kernel's out-of-memory killer acted in the group."""
+        folder = self.folders[0]
+        for events in (folder / "memory.events", folder / "memory.oom_control"):
+            if events.is_file():
+                for line in events.read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and int(value) > 0:
+                        return True
         return False
-    return True
+
+    def remove(self) -> None:
+        """Kill every process left in the group, and remove it."""
+        for folder in self.folders:
+            for _ in range(100):
+                try:
+                    pids = (folder / "cgroup.procs").read_text().split()
+                except OSError:
+                    break
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                threading.Event().wait(0.05)
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
-def _unshare() -> list[str]:
-    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-    return ["unshare", *user, "--fork", "--pid", "--kill-child", "--mount-proc"]
+def _host_paths() -> list[tuple[str, str]]:
+    """``(kind, path)`` for what the sandbox shows of the machine: the system's folders
+    (symbolic links where the machine has them), the Python installation and environment, and
+    the companion library's source folder (for an editable install), all read-only."""
+    shown = []
+    for name in ("usr", "bin", "lib", "lib64", "lib32", "sbin"):
+        path = Path("/") / name
+        if path.is_symlink():
+            shown.append(("symlink", f"{os.readlink(path)}\0/{name}"))
+        elif path.is_dir():
+            shown.append(("ro-bind", str(path)))
+    for name in ("ld.so.cache", "localtime", "fonts", "alternatives"):
+        if (Path("/etc") / name).exists():
+            shown.append(("ro-bind", f"/etc/{name}"))
+    python = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(),
+              Path(sys.executable).resolve().parent.parent}
+    import importlib.util
+    spec = importlib.util.find_spec("companion")
+    if spec is not None and spec.submodule_search_locations:
+        python.update(Path(p).resolve() for p in spec.submodule_search_locations)
+    shown += [("ro-bind", str(p)) for p in sorted(python)
+              if not any(p != q and q in p.parents for q in python)
+              and not str(p).startswith("/usr/")]
+    return shown
 
 
-# Mount an empty file system over each folder given, then go on in a new user namespace: the
-# mounts become locked there, so the notebook (root in it or not) cannot remove them.
-_HIDE = ('while [ "$1" != -- ]; do mount -t tmpfs -o size=4k,mode=000 hidden "$1" || exit 111; '
-         'shift; done; shift; exec unshare --user --map-root-user "$WORKER_PYTHON" '
-         '-m course.sandbox "$@"')
+def _supports(option: str) -> bool:
+    return option in subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
 
 
-def check_hideable(folders) -> list[Path]:
-    """The folders to hide, resolved; ``ValueError`` for one that holds the grader itself (the
-    repository, Python, the temporary directory), which cannot be hidden from the worker."""
-    needed = [ROOT, Path(sys.prefix).resolve(), Path(tempfile.gettempdir()).resolve()]
-    resolved = sorted({Path(folder).resolve() for folder in folders})
-    for folder in resolved:
-        if any(folder == path or folder in path.parents for path in needed):
-            raise ValueError(
-                f"{folder} holds the grader's own files ({', '.join(map(str, needed))}), so it "
-                "cannot be hidden from the submissions: put the submissions and the instructor "
-                "edition in folders of their own")
-    return resolved
+def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
+    """The bubblewrap command that runs the worker with ``arguments`` in the sandbox."""
+    tmpfs = str(min(TMPFS_BYTES, memory_bytes))
+    command = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+               "--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
+    if _supports("--disable-userns"):
+        command.append("--disable-userns")
+    for kind, path in _host_paths():
+        if kind == "symlink":
+            command += ["--symlink", *path.split("\0")]
+        else:
+            command += [f"--{kind}", path, path]
+    command += ["--ro-bind", __file__, WORKER, "--proc", "/proc", "--dev", "/dev"]
+    for folder in ("/tmp", HOME, "/dev/shm"):
+        command += ["--size", tmpfs, "--tmpfs", folder]
+    command += ["--chdir", HOME, "--clearenv"]
+    for name, value in _environment().items():
+        command += ["--setenv", name, value]
+    return [*command, "--", sys.executable, "-I", WORKER, *arguments]
+
+
+def _environment() -> dict[str, str]:
+    """The whole environment of the worker and the kernel: none of the grader's variables."""
+    return {"HOME": HOME, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+            "BOOK_SCALE": "quick", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
+
+
+@cache
+def sandbox_available() -> str:
+    """"" where bubblewrap runs the sandbox here (a trial run of Python in it), else why not."""
+    if shutil.which("bwrap") is None:
+        return "bwrap is not installed (Debian's package bubblewrap: `make bubblewrap`)"
+    command = bwrap_command([], 2**30)
+    command[command.index("-I") + 1:] = ["-c", "import nbclient, companion"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"bwrap failed to start ({error})"
+    if done.returncode:
+        return f"bwrap failed here: {done.stderr.strip()[-500:]}"
+    return ""
+
+
+def enforced_limits(memory_gb: float, processes: int) -> str:
+    """What the limits are on this machine, in words."""
+    group = Cgroup.make(int(memory_gb * 2**30), processes)
+    if group is None:
+        return (f"memory {memory_gb:g} GiB per process (RLIMIT_AS; no cgroup could be made "
+                "here), processes not limited")
+    group.remove()
+    return f"memory {memory_gb:g} GiB and {processes} processes for the whole submission (cgroup)"
+
+
+def _prepare_worker(memory_bytes: int, group: Cgroup | None):
+    """Run in the sandbox's first process before it starts: join the control group, limit each
+    process's address space, and have the system kill it if the grader dies (so a grader
+    killed mid-batch leaves nothing running)."""
+    def prepare():
+        if group is not None:
+            group.enter()
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    return prepare
+
+
+def _read_capped(pipe, received: list) -> None:
+    """Read ``pipe`` to its end, keeping at most :data:`MAX_RESULT` + 1 bytes."""
+    kept = bytearray()
+    while chunk := pipe.read(65536):
+        if len(kept) <= MAX_RESULT:
+            kept += chunk[:MAX_RESULT + 1 - len(kept)]
+    received.append(bytes(kept))
+
+
+def checked_outcome(data: bytes) -> dict:
+    """The worker's outcome, checked field by field; ``ValueError`` for anything else."""
+    if len(data) > MAX_RESULT:
+        raise ValueError(f"its outcome is larger than {MAX_RESULT} bytes")
+    try:
+        outcome = json.loads(data)
+    except (ValueError, RecursionError):
+        raise ValueError("its outcome is not readable") from None
+    if not (isinstance(outcome, dict) and set(outcome) == {"cells", "printed", "note"}
+            and isinstance(outcome["note"], str) and isinstance(outcome["cells"], dict)
+            and isinstance(outcome["printed"], dict)):
+        raise ValueError("its outcome has the wrong shape")
+    cells, printed = {}, {}
+    for key, value in outcome["cells"].items():
+        if not (key.isdigit() and (value is None or (
+                isinstance(value, list) and len(value) == 2
+                and all(isinstance(v, str) for v in value)))):
+            raise ValueError("its outcome has the wrong shape")
+        cells[int(key)] = value
+    for key, value in outcome["printed"].items():
+        if not (key.isdigit() and isinstance(value, str) and len(value) <= MAX_PRINTED):
+            raise ValueError("its outcome has the wrong shape")
+        printed[int(key)] = value
+    return {"cells": cells, "printed": printed, "note": outcome["note"][:MAX_ERROR]}
 
 
 def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float,
-                  hide=()) -> dict:
-    """Execute ``notebook`` in a worker process in a fresh scratch directory that holds only
-    the notebook, with the folders ``hide`` hidden; see :func:`execute` for the result. The
-    worker and everything it started are gone when this returns."""
-    hidden = check_hideable(hide)
-    scratch = Path(tempfile.mkdtemp(prefix="grade-"))
-    path = scratch / "submission.ipynb"
-    nbformat.write(notebook, path)
+                  processes: int = 512, unsafe: bool = False) -> dict:
+    """Execute ``notebook`` in the sandbox (see the module's docstring; ``unsafe``: without one,
+    in a fresh temporary folder); see :func:`execute` for the result. The worker and everything
+    it started are gone when this returns. Raises :class:`SandboxUnavailable` where bubblewrap
+    cannot run here, unless ``unsafe``."""
+    memory_bytes = int(memory_gb * 2**30)
+    if not unsafe and (why := sandbox_available()):
+        raise SandboxUnavailable(why)
     read_end, write_end = os.pipe()
-    arguments = ["--worker", str(path), "--timeout", str(timeout), "--result-fd", str(write_end)]
-    if namespaces_available():
-        command = [*_unshare(), "sh", "-c", _HIDE, "hide", *map(str, hidden), "--", *arguments]
+    arguments = ["--timeout", str(timeout), "--result-fd", str(write_end)]
+    scratch = Path(tempfile.mkdtemp(prefix="grade-")) if unsafe else None
+    if unsafe:
+        command = [sys.executable, "-I", __file__, *arguments]
+        env = {**_environment(), "HOME": str(scratch)}
     else:
-        command = [sys.executable, "-m", "course.sandbox", *arguments]
-    worker = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, "BOOK_SCALE": "quick",
-                                "WORKER_PYTHON": sys.executable},
-        pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, preexec_fn=_prepare_worker(memory_gb))
-    os.close(write_end)
-    # read while the worker runs: a result larger than the pipe's buffer would block it
-    received: list[str] = []
-    with os.fdopen(read_end) as pipe:
-        reader = threading.Thread(target=lambda: received.append(pipe.read()))
+        command, env = bwrap_command(arguments, memory_bytes), {"PATH": os.defpath}
+    group = Cgroup.make(memory_bytes, processes)
+    try:
+        worker = subprocess.Popen(
+            command, cwd=scratch or "/", env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_end,),
+            start_new_session=True, preexec_fn=_prepare_worker(memory_bytes, group))
+    finally:
+        os.close(write_end)
+    received: list[bytes] = []
+    with os.fdopen(read_end, "rb") as pipe:
+        # read while the worker runs: a result larger than the pipe's buffer would block it
+        reader = threading.Thread(target=_read_capped, args=(pipe, received))
         reader.start()
+        try:
+            import nbformat
+            worker.stdin.write(nbformat.writes(notebook).encode())
+            worker.stdin.close()
+        except OSError:
+            pass
         try:
             worker.wait(timeout=max_seconds)
             finished, note = True, f"the grader's worker failed (exit status {worker.returncode})"
@@ -153,43 +423,28 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
             finished, note = False, f"the submission ran longer than {max_seconds:g} s in all"
         finally:
             try:
-                os.killpg(worker.pid, 9)  # the worker's session; its PID namespace goes with it
+                os.killpg(worker.pid, signal.SIGKILL)  # the sandbox's PID namespace goes with it
             except ProcessLookupError:
                 pass
             worker.wait()
+            out_of_memory = group is not None and group.out_of_memory()
+            if group is not None:
+                group.remove()
             reader.join()  # the pipe's last writer is gone
-            shutil.rmtree(scratch, ignore_errors=True)
-    text = received[0] if finished else ""
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+    if out_of_memory:
+        note = (f"the submission ran out of memory (its limit is {memory_gb:g} GiB for all its "
+                "processes together)")
     try:
-        outcome = json.loads(text)
-    except json.JSONDecodeError:
+        outcome = checked_outcome(received[0]) if finished else None
+    except ValueError as error:
+        return {"cells": {}, "printed": {}, "note": f"{note}: {error}"}
+    if outcome is None:
         return {"cells": {}, "printed": {}, "note": note}
-    return {"note": outcome["note"],
-            "cells": {int(k): v for k, v in outcome["cells"].items()},
-            "printed": {int(k): v for k, v in outcome["printed"].items()}}
-
-
-def _prepare_worker(gigabytes: float):
-    """Run in the worker before it starts: limit its memory, and have the system kill it if
-    the grader dies (so a grader killed mid-batch leaves nothing running)."""
-    def prepare():
-        size = int(gigabytes * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    return prepare
-
-
-def main(argv=None) -> None:
-    """The worker: execute a notebook and write the outcome to a file descriptor."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--worker", type=Path, required=True)
-    parser.add_argument("--timeout", type=float, required=True)
-    parser.add_argument("--result-fd", type=int, required=True)
-    args = parser.parse_args(argv)
-    notebook = nbformat.read(args.worker, as_version=4)
-    outcome = execute(notebook, args.timeout, args.worker.parent)
-    with os.fdopen(args.result_fd, "w") as pipe:
-        json.dump(outcome, pipe)
+    if out_of_memory:
+        outcome["note"] = note
+    return outcome
 
 
 if __name__ == "__main__":

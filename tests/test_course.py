@@ -3,7 +3,9 @@ autograder (course.grade, course.sandbox): on every chapter of the book, and on 
 notebook made here that every cheat we know of is tried against."""
 
 import csv
+import hashlib
 import json
+import os
 import random
 import re
 import signal
@@ -31,7 +33,14 @@ from course.assignments import (
     written_points,
 )
 from course.grade import Grader, gradescope_results, main, table, write_csv, write_written_answers
-from course.sandbox import namespaces_available
+from course.sandbox import MAX_RESULT, checked_outcome, run_sandboxed, sandbox_available
+from course.variants import (
+    VARIANT_COUNT,
+    Variant,
+    apply_variants,
+    chapter_variants,
+    variant_index,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -66,8 +75,17 @@ STUB = "raise NotImplementedError('not answered yet')"
 # Hidden tests: double() on two even and one odd number, square() on two random tensors.
 TOY_TESTS = '''\
 from course.hidden import HiddenTest, close, tensor_literal
+from course.variants import Variant
 
-def hidden_tests(rng):
+def times(rng):
+    k = rng.choice([3, 4, 5, 7])
+    return Variant(f"times {k}", {"Write `double(x)`.": f"Write `double(x)`, which returns {k}x.",
+                                  "2 * x": f"{k} * x", "double(3) == 6": f"double(3) == {3 * k}"})
+
+VARIANTS = {"ex-a": times,
+            "ex-b": lambda rng: Variant("cube", {"return t * t": "return t * t * t"})}
+
+def hidden_tests(rng, variants):
     n = rng.randrange(10, 10**6)
     return {"ex-a": [HiddenTest(f"double({x})", close(rtol=0, atol=0))
                      for x in (2 * n, 2 * n + 1, 2 * n + 4)],
@@ -135,7 +153,9 @@ def test_partial_credit_per_hidden_test(toy):
     even_only = "def double(x):\n    return 2 * x if x % 2 == 0 else 0"
     a, b = grader.grade(answered(toy, "even", double=even_only))
     assert (a.score, b.score) == (pytest.approx(2 * 2 / 3), 3)
-    assert a.message.startswith("2 of 3 hidden tests passed") and "expected" in a.message
+    assert a.message.startswith("2 of 3 hidden tests passed") and "is wrong" in a.message
+    x = int(re.search(r"double\((\d+)\)", a.message)[1])
+    assert str(2 * x) not in a.message, "a message never gives the right value"
 
 
 CHEATS = {
@@ -164,18 +184,23 @@ def test_every_cheat_scores_zero(toy, cheat):
 
 
 def test_the_reference_and_classmates_are_out_of_reach(toy):
-    """A submission that looks for the instructor edition (where it is, and on the grader's
-    command line) and for a classmate's notebook beside it, to run their answers."""
-    assert namespaces_available(), "unshare gives the worker its namespaces on this machine"
+    """A submission that looks for notebooks with model answers to run: the instructor
+    edition (where it is, and on the grader's command line), the book's chapters in the
+    grader's checkout, a classmate's notebook beside it, and every folder mounted."""
+    assert not sandbox_available(), "bubblewrap runs the sandbox on this machine"
     answered(toy, "classmate")
-    folders = [str(toy["reference"].parent), str(toy["submissions"])]
+    folders = [str(toy["reference"].parent), str(toy["submissions"]), str(ROOT / "book"),
+               str(toy["hidden"]), str(ROOT / "course" / "hidden")]
     steal = (f"import glob, json\nfound = []\n"
              f"for folder in {folders!r}:\n    found += glob.glob(folder + '/*.ipynb')\n"
+             "for line in open('/proc/self/mountinfo'):\n"
+             "    found += glob.glob(line.split()[4] + '/*.ipynb')\n"
+             "    found += glob.glob(line.split()[4] + '/*/*.ipynb')\n"
              "for path in glob.glob('/proc/*/cmdline'):\n"
              "    found += [w for w in open(path).read().split('\\0') if w.endswith('.ipynb')]\n"
              "for path in found:\n"
              "    try:\n        cells = json.load(open(path))['cells']\n"
-             "    except OSError:\n        continue\n"
+             "    except (OSError, ValueError):\n        continue\n"
              "    for cell in cells:\n"
              "        if 'answer' in cell['metadata'].get('tags', []):\n"
              "            try:\n                exec(''.join(cell['source']))\n"
@@ -234,34 +259,183 @@ def test_a_written_answer_flows_to_grading_by_hand(toy):
     notebook.cells[cell].source = "It is linear because $2(x + y) = 2x + 2y$."
     nbformat.write(notebook, path)
     out = toy["submissions"].parent / "written.ipynb"
-    write_written_answers([path, submit(toy, "silent")], toy["reference"], out)
+    script = answered(toy, "scripter")
+    notebook = nbformat.read(script, as_version=4)
+    (cell,) = tagged(notebook, WRITTEN, "ex-a", "markdown")
+    notebook.cells[cell].source = ("Linear.<script>document.body.innerHTML = ''</script>"
+                                   '<img src="x" onerror="alert(1)">')
+    nbformat.write(notebook, script)
+    write_written_answers([path, submit(toy, "silent"), script], toy["reference"], out)
     text = "\n".join(cell.source for cell in nbformat.read(out, as_version=4).cells)
     assert "## ex-a (1 point)" in text and "Why is it linear?" in text
     assert "It is linear because $2(x + y) = 2x + 2y$." in text
     assert "*(no written answer)*" in text and "ex-b" not in text
-    assert "It is linear because" in out.with_suffix(".html").read_text()
+    page = out.with_suffix(".html").read_text()
+    assert "It is linear because" in page and "Linear." in page
+    assert "<script>document" not in page and '<img src="x" onerror' not in page
 
 
-def test_processes_a_submission_starts_die_with_its_grading(toy, tmp_path):
-    marker = tmp_path / "written-later.txt"
+def test_processes_a_submission_starts_die_with_its_grading(toy):
+    token = f"{time.time_ns() % 10**6}.5"  # a sleep no other process runs
     late = (f"import os, subprocess, time\n"
-            f"subprocess.Popen(['sh', '-c', 'sleep 3; touch {marker}'], "
-            f"start_new_session=True)\n"
-            f"if os.fork() == 0:\n    os.setsid(); time.sleep(3)\n"
-            f"    open('{marker}', 'w').close(); os._exit(0)")
+            f"subprocess.Popen(['sleep', '{token}'], start_new_session=True)\n"
+            f"if os.fork() == 0:\n    os.setsid(); os.execvp('sleep', ['sleep', '{token}'])")
     grader = Grader(toy["reference"], toy["hidden"], seed=7, timeout=20)
     assert scores_of(grader, answered(toy, "late", DOUBLE, SQUARE, late)) == [2, 3]
-    time.sleep(5)
-    assert not marker.exists()
+    left = subprocess.run(["pgrep", "-f", f"sleep {token}"], capture_output=True, text=True)
+    assert left.stdout == "", "a process the submission started outlived its grading"
 
 
 def test_a_submission_sees_only_itself_in_the_quick_profile(toy, monkeypatch):
+    """No file of the grader's (the checkout, its HOME, the hidden tests), none of its
+    environment variables, no network; the quick profile."""
     monkeypatch.setenv("BOOK_SCALE", "full")
-    look = ("import os\nif sorted(os.listdir('.')) == ['submission.ipynb'] and "
-            "os.environ['BOOK_SCALE'] == 'quick':\n" + "\n".join(
+    monkeypatch.setenv("GRADER_SECRET", "hunter2")
+    looked_at = [ROOT / "book", ROOT / "course", ROOT / "README.md", Path.home() / ".bashrc",
+                 toy["hidden"], toy["reference"].parent]
+    assert all(path.exists() for path in looked_at), "each is there to be found"
+    look = ("import os, socket\n"
+            f"seen = [p for p in {list(map(str, looked_at))!r} if os.path.exists(p)]\n"
+            "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); seen.append('net')\n"
+            "except OSError:\n    pass\n"
+            "if not seen and os.environ['BOOK_SCALE'] == 'quick' and "
+            "'GRADER_SECRET' not in os.environ:\n" + "\n".join(
                 "    " + line for line in DOUBLE.splitlines()))
     grader = Grader(toy["reference"], toy["hidden"], seed=8, timeout=20)
     assert scores_of(grader, submit(toy, "looker", look)) == [2, 0]
+
+
+# Each attack is one early cell, and answers nothing itself.
+ATTACKS = {
+    "persists through an IPython startup file": (
+        "import os, pathlib\n"
+        "code = 'double = lambda x: 2 * x\\nsquare = lambda t: t * t\\n"
+        "get_ipython().run_cell = lambda *a, **k: None\\n'\n"
+        f"for home in ['~', {str(Path.home())!r}]:\n"
+        "    folder = pathlib.Path(os.path.expanduser(home), '.ipython/profile_default/startup')\n"
+        "    try:\n        folder.mkdir(parents=True, exist_ok=True)\n"
+        "        (folder / '00-grade.py').write_text(code)\n"
+        "    except OSError:\n        pass"),
+    "edits the grader's checkout": (
+        "import glob\n"
+        f"for path in glob.glob({str(ROOT / 'course')!r} + '/**/*.py', recursive=True):\n"
+        "    try:\n        open(path, 'a').write('\\nraise SystemExit\\n')\n"
+        "    except OSError:\n        pass"),
+    "forges the worker's outcome and kills it": (
+        "import glob, json, os, signal\n"
+        "forged = json.dumps({'cells': {}, 'printed': {}, 'note': ''})\n"
+        "for fd in glob.glob('/proc/[0-9]*/fd/*'):\n"
+        "    try:\n        open(fd, 'w').write(forged)\n"
+        "    except OSError:\n        pass\n"
+        "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "    if pid != os.getpid():\n"
+        "        try:\n            os.kill(pid, signal.SIGKILL)\n"
+        "        except OSError:\n            pass"),
+    "prints a value nested too deep to parse": (
+        "get_ipython().events.register('post_run_cell', lambda result: print("
+        "'hidden-test-value: ' + '[' * 100000 + ']' * 100000))"),
+    "prints a value too large to judge": (
+        "get_ipython().events.register('post_run_cell', lambda result: print("
+        "'hidden-test-value: [' + ', '.join(['1.5'] * 300000) + ']'))"),
+    "fills every folder it can write": (
+        "import os\n"
+        "for folder in ['/tmp', os.path.expanduser('~'), '/dev/shm', '.']:\n"
+        "    try:\n        with open(os.path.join(folder, 'fill'), 'wb') as f:\n"
+        "            while True:\n                f.write(b'x' * 2**24)\n"
+        "    except OSError:\n        pass"),
+}
+
+
+def _digest(folder: Path) -> str:
+    files = sorted(folder.rglob("*.py"))
+    return hashlib.sha256(b"".join(path.read_bytes() for path in files)).hexdigest()
+
+
+def test_no_attack_reaches_the_grader_or_a_classmate(toy):
+    """A batch that mixes honest classmates with every attack: each attack scores 0, every
+    honest notebook full marks, in this batch and in a later one, and nothing of the grader's
+    (its checkout, its HOME's IPython startup folder) changes."""
+    startup = Path.home() / ".ipython" / "profile_default" / "startup"
+    before = (_digest(ROOT / "course"), sorted(startup.glob("*")) if startup.is_dir() else [])
+    honest = [answered(toy, f"honest-{k}") for k in range(2)]
+    attacks = [submit(toy, f"attack-{k}", cell) for k, cell in enumerate(ATTACKS.values())]
+    grader = Grader(toy["reference"], toy["hidden"], seed=13, timeout=30, memory_gb=2)
+    reports = list(grader.grade_batch([honest[0], *attacks, honest[1]]))
+    scores = [[s.score for s in r.exercises] for r in reports]
+    named = dict(zip(["honest", *ATTACKS, "honest, later"], scores, strict=True))
+    assert named == {**{name: [0, 0] for name in ATTACKS},
+                     "honest": [2, 3], "honest, later": [2, 3]}, named
+    later = Grader(toy["reference"], toy["hidden"], seed=14, timeout=30)
+    assert scores_of(later, answered(toy, "honest-2")) == [2, 3]
+    after = (_digest(ROOT / "course"), sorted(startup.glob("*")) if startup.is_dir() else [])
+    assert after == before
+
+
+def test_limits_hold_for_the_whole_submission(toy):
+    """Memory and processes are limited for all of a submission's processes together: three
+    children of 0.8 GiB each under a limit of 2 GiB, or 100 processes under a limit of 64,
+    never all run."""
+    memory = ("import subprocess, sys\n"
+              "grab = 'import time; x = bytearray(int(0.8 * 2**30)); time.sleep(3)'\n"
+              "children = [subprocess.Popen([sys.executable, '-c', grab]) for _ in range(3)]\n"
+              "if all(child.wait() == 0 for child in children):\n"
+              + "\n".join("    " + line for line in DOUBLE.splitlines()))
+    processes = ("import subprocess\nchildren = []\n"
+                 "try:\n    for _ in range(100):\n"
+                 "        children.append(subprocess.Popen(['sleep', '2']))\n"
+                 "except OSError:\n    pass\n"
+                 "if len(children) == 100:\n"
+                 + "\n".join("    " + line for line in DOUBLE.splitlines()))
+    grader = Grader(toy["reference"], toy["hidden"], seed=15, timeout=30, memory_gb=2,
+                    processes=64)
+    assert scores_of(grader, submit(toy, "memory", memory))[0] == 0
+    assert scores_of(grader, submit(toy, "processes", processes))[0] == 0
+
+
+def test_the_sandbox_refuses_to_be_skipped_silently(toy, monkeypatch, capsys):
+    monkeypatch.setattr("course.grade.sandbox_available", lambda: "bwrap is not installed")
+    with pytest.raises(RuntimeError, match="pass --unsafe"):
+        Grader(toy["reference"], toy["hidden"])
+    with pytest.raises(SystemExit):
+        main([str(toy["reference"]), "--reference", str(toy["reference"]),
+              "--hidden", str(toy["hidden"])])
+    assert "bwrap is not installed" in capsys.readouterr().err
+    grader = Grader(toy["reference"], toy["hidden"], seed=16, timeout=20, unsafe=True)
+    report = next(grader.grade_batch([answered(toy, "right")]))
+    assert report.score == 5 and "--unsafe" in report.sandbox
+    assert "without a sandbox" in gradescope_results(report)["output"]
+
+
+def test_the_outcome_is_checked_field_by_field():
+    good = {"cells": {"0": None, "2": ["ValueError", "no"]}, "printed": {"2": "x"}, "note": ""}
+    assert checked_outcome(json.dumps(good).encode())["cells"] == {0: None, 2: ["ValueError", "no"]}
+    for bad in ({"cells": []}, {**good, "cells": {"a": None}}, {**good, "printed": {"1": 5}},
+                {**good, "note": None}, {**good, "cells": {"1": ["x"]}}, [1, 2]):
+        with pytest.raises(ValueError, match="shape"):
+            checked_outcome(json.dumps(bad).encode())
+    for bad in (b"[" * 100000 + b"]" * 100000, b"{", b"x" * (MAX_RESULT + 1)):
+        with pytest.raises(ValueError, match="not readable|larger"):
+            checked_outcome(bad)
+    with pytest.raises(ValueError, match="nested deeper"):
+        hidden.value_printed(hidden.MARKER + "[" * 50 + "]" * 50)
+    assert hidden.value_printed(hidden.MARKER + '["[[[[", 1]') == ["[[[[", 1]
+
+
+def test_a_sandboxed_notebook_sees_no_file_of_the_grader(tmp_path):
+    """The sandbox itself: a notebook looks for files it must not see."""
+    secret = Path.home() / f".grader-secret-{os.getpid()}"
+    secret.write_text("a credential")
+    paths = [ROOT / "book", ROOT / "course" / "hidden", secret, tmp_path, Path("/etc/passwd")]
+    try:
+        assert all(path.exists() for path in paths)
+        probe = ("import json, os\n"
+                 f"paths = {list(map(str, paths))!r}\n"
+                 "print('hidden-test-value:', json.dumps([os.path.exists(p) for p in paths]))")
+        notebook = new_notebook(cells=[new_code_cell(probe, metadata={"hidden_test": "x"})])
+        outcome = run_sandboxed(notebook, timeout=20, memory_gb=2, max_seconds=60)
+    finally:
+        secret.unlink()
+    assert hidden.value_printed(outcome["printed"][0]) == [False] * len(paths)
 
 
 def test_loops_memory_and_exits_are_named(toy):
@@ -282,11 +456,12 @@ def test_loops_memory_and_exits_are_named(toy):
     assert (a.score, b.score) == (0, 0) and "longer than 20 s in all" in b.message
 
 
-def test_a_large_answer_is_judged_not_timed_out(toy):
-    """Values larger than a pipe's buffer come back whole while the worker is still running."""
+def test_a_large_answer_is_refused_not_timed_out(toy):
+    """Values larger than a pipe's buffer come back while the worker is still running, and
+    one too long to parse is refused, quickly."""
     grader = Grader(toy["reference"], toy["hidden"], seed=12, timeout=20, max_seconds=60)
-    a, b = grader.grade(answered(toy, "large", "def double(x):\n    return [x] * 100_000"))
-    assert a.score == 0 and "longer than" not in a.message and b.score == 3, a.message
+    a, b = grader.grade(answered(toy, "large", "def double(x):\n    return [x] * 200_000"))
+    assert a.score == 0 and "longer than 1000000 characters" in a.message and b.score == 3
 
 
 def test_bad_input_is_refused(toy, tmp_path):
@@ -300,8 +475,10 @@ def test_bad_input_is_refused(toy, tmp_path):
     (toy["hidden"] / "toy.py").write_text(TOY_TESTS.replace("double({x})", "double({x}, 1)"))
     with pytest.raises(ValueError, match="fails on the reference"):
         Grader(toy["reference"], toy["hidden"], timeout=20)
-    with pytest.raises(ValueError, match="cannot be hidden"):
-        Grader(toy["reference"], toy["hidden"], hide=[ROOT.parent])
+    with pytest.raises(ValueError, match="processes"):
+        Grader(toy["reference"], toy["hidden"], processes=2.5)
+    with pytest.raises(TypeError, match="unsafe"):
+        Grader(toy["reference"], toy["hidden"], unsafe="yes")
     bad = small_notebook(tmp_path / "bad.ipynb", [code("x = 1")], {"ex-a": "ten"})
     with pytest.raises(ValueError, match="exercises"):
         exercise_points(nbformat.read(bad, as_version=4))
@@ -317,9 +494,9 @@ def test_the_gradescope_export_takes_one_submission(toy, capsys):
 def test_the_judges_compare_plain_data():
     judge = hidden.close(rtol=1e-6)
     assert judge([1.0, [True, float("nan")]], [1.0 + 1e-9, [True, float("nan")]]) == ""
-    assert "expected 2.0" in judge([1.0], [2.0])
+    assert judge([1.0], [2.0]) == "[0] is wrong"  # never the right value
     assert "a list of 1" in judge([1.0], [1.0, 2.0])
-    assert "expected True" in judge(1, True)  # a boolean answer must be a boolean
+    assert judge(1, True) == "the value is wrong"  # a boolean answer must be a boolean
     assert hidden.value_printed(f"noise\n{hidden.MARKER} [1, 2.5]\n") == [1, 2.5]
     with pytest.raises(ValueError, match="no value"):
         hidden.value_printed("nothing")
@@ -340,6 +517,82 @@ def test_the_command_line_writes_each_grade_as_it_goes(toy):
     assert (first["score"], first["max_score"]) == (5, 5)
     (row,) = csv.DictReader(grades.open())
     assert (row["notebook"], row["total"]) == (str(right), "5")
+
+
+def _variant_answer(edition: Path, label: str) -> str:
+    notebook = nbformat.read(edition, as_version=4)
+    (cell,) = tagged(notebook, ANSWER, label)
+    return notebook.cells[cell].source
+
+
+def test_each_student_is_graded_against_their_own_variant(toy, tmp_path):
+    """With a course seed and a roster, each student gets a variant of the exercises; the
+    book's answer and a classmate's do not pass it, and the student's own does."""
+    module = hidden.load("toy", toy["hidden"])
+    names = [f"student{k}" for k in range(40)]
+    factor = {name: chapter_variants(module.VARIANTS, "toy", variant_index(7, "toy", name))[
+        "ex-a"].name for name in names}
+    ann = names[0]
+    bob = next(name for name in names if factor[name] != factor[ann])
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f"student\n{ann}\n{bob}\n")
+    out = tmp_path / "editions"
+    written = write_editions([toy["reference"]], out, course_seed=7, roster=roster,
+                             hidden=toy["hidden"])
+    assert written == [out / "student" / ann / "toy.ipynb", out / "student" / bob / "toy.ipynb"]
+    k = factor[ann].split()[-1]
+    statement = nbformat.read(written[0], as_version=4).cells[1].source
+    assert f"returns {k}x" in statement and "raise NotImplementedError" in "".join(
+        c.source for c in nbformat.read(written[0], as_version=4).cells)
+    rows = list(csv.DictReader((out / "instructor" / "variants.csv").open()))
+    assert [(r["student"], r["chapter"]) for r in rows] == [(ann, "toy"), (bob, "toy")]
+    ann_reference = out / "instructor" / "variants" / f"toy-{rows[0]['variant']}.ipynb"
+    assert f"return {k} * x" in _variant_answer(ann_reference, "ex-a")
+
+    grader = Grader(out / "instructor" / "toy.ipynb", toy["hidden"], seed=17, timeout=20,
+                    course_seed=7, roster=roster)
+    own = _variant_answer(ann_reference, "ex-a")
+    cube = "def square(t):\n    return t * t * t"
+    for name, double in ((ann, own), (bob, DOUBLE), (bob, own)):  # own, the book's, copied
+        (toy["submissions"] / name).mkdir(exist_ok=True)
+        path = answered(toy, name, double, cube)
+        path.rename(toy["submissions"] / name / "toy.ipynb")
+        scores = scores_of(grader, toy["submissions"] / name / "toy.ipynb")
+        assert scores == ([2, 3] if (name, double) == (ann, own) else [0, 3]), (name, scores)
+    stranger = answered(toy, "stranger")
+    (report,) = grader.grade_batch([stranger])
+    assert report.score == 0 and "not on the roster" in report.error
+
+
+def test_a_course_seed_alone_gives_everyone_one_variant(toy, tmp_path):
+    out = tmp_path / "editions"
+    (student,) = write_editions([toy["reference"]], out, course_seed=3, hidden=toy["hidden"])
+    assert student == out / "student" / "toy.ipynb"
+    assert "course_variant" in nbformat.read(student, as_version=4).metadata
+    grader = Grader(out / "instructor" / "toy.ipynb", toy["hidden"], seed=18, timeout=20,
+                    course_seed=3)
+    assert scores_of(grader, answered(toy, "book")) == [0, 0]  # the book's answers
+    plain = Grader(toy["reference"], toy["hidden"], seed=18, timeout=20)
+    (report,) = plain.grade_batch([student])
+    assert "--course-seed" in report.error, "a variant's edition needs the course seed"
+    variant = next((out / "instructor" / "variants").glob("toy-*.ipynb"))
+    with pytest.raises(ValueError, match="edition of one variant"):
+        Grader(variant, toy["hidden"], course_seed=3)
+
+
+def test_a_variant_must_match_the_book():
+    notebook = new_notebook(cells=[statement("ex-a", "Write `double(x)`."),
+                                   code(DOUBLE, ANSWER, "ex-a")])
+    changed = apply_variants(notebook, {"ex-a": Variant("x3", {"2 * x": "3 * x"})})
+    assert changed.cells[1].source.endswith("3 * x") and notebook.cells[1].source.endswith("2 * x")
+    assert changed.metadata.course_variant == {"ex-a": "x3"}
+    with pytest.raises(ValueError, match="'4 \\* x' is not in the exercise"):
+        apply_variants(notebook, {"ex-a": Variant("x5", {"4 * x": "5 * x"})})
+    with pytest.raises(ValueError, match="states no such exercise"):
+        apply_variants(notebook, {"ex-b": Variant("x5", {"2 * x": "5 * x"})})
+    assert {variant_index(11, "toy", f"s{k}") for k in range(40)} == set(range(VARIANT_COUNT))
+    with pytest.raises(ValueError, match="course_seed"):
+        variant_index(-1, "toy")
 
 
 # ------------------------------------------------------------------------ the book's chapters
@@ -386,9 +639,15 @@ def test_student_edition_has_no_solutions_and_plain_roles(chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_every_exercise_has_hidden_tests(chapter):
     points = exercise_points(nbformat.read(chapter, as_version=4))
-    make_tests = hidden.load(chapter.stem)
+    module = hidden.load(chapter.stem)
+    assert set(module.VARIANTS) == set(points), "every graded exercise has variants"
+    book = nbformat.read(chapter, as_version=4)
     for seed in range(20):
-        tests = make_tests(random.Random(seed))
+        index = seed % VARIANT_COUNT
+        variants = chapter_variants(module.VARIANTS, chapter.stem, index) if seed >= 4 else {}
+        if variants:
+            apply_variants(book, variants)  # every replaced text is in the book's exercise
+        tests = module.hidden_tests(random.Random(seed), variants)
         assert set(tests) == set(points) and all(tests.values()), sorted(tests)
         for test in (t for label in tests.values() for t in label):
             compile(test.cell_source(), "<hidden test>", "exec")  # valid Python
@@ -419,6 +678,24 @@ def test_the_instructor_edition_scores_full_marks_and_the_student_edition_zero(
     assert [s.label for s in scores] == list(exercise_points(nbformat.read(chapter, 4)))
     assert all(s.score == 0 and s.message.startswith("not answered") for s in scores), (
         table(scores))
+
+
+@pytest.mark.slow  # runs a whole chapter in a kernel, three times
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_the_book_does_not_answer_a_graded_variant(chapter, editions, tmp_path):
+    """Graded against a variant (a course seed's), the book's model answers score 0 on every
+    exercise, and the variant's own reference answers full marks."""
+    course_seed = random.Random(chapter.stem).randrange(2**16)
+    grader = Grader(editions / "instructor" / chapter.name, course_seed=course_seed,
+                    seed=random.Random(chapter.stem).randrange(2**32))
+    variant = apply_variants(nbformat.read(editions / "instructor" / chapter.name, 4),
+                             chapter_variants(grader.module.VARIANTS, chapter.stem,
+                                              grader.variant_of(chapter)))
+    nbformat.write(variant, tmp_path / chapter.name)
+    scores = grader.grade(tmp_path / chapter.name)
+    assert all(s.score == s.points for s in scores), table(scores)
+    scores = grader.grade(editions / "instructor" / chapter.name)
+    assert all(s.score == 0 for s in scores), table(scores)
 
 
 @pytest.mark.slow  # runs a whole chapter in a kernel

@@ -11,8 +11,10 @@ IPython hook that swallows errors) reaches that judgement; to pass, the submissi
 the right values, on inputs it has not seen.
 
 The tests of a chapter live in ``course/hidden/<chapter>.py``, a module whose function
-``hidden_tests(rng)`` returns ``{exercise label: [HiddenTest, ...]}`` with inputs drawn from
-``rng`` (a :class:`random.Random` seeded by the grader). They are not in the student edition nor
+``hidden_tests(rng, variants)`` returns ``{exercise label: [HiddenTest, ...]}`` with inputs drawn
+from ``rng`` (a :class:`random.Random` seeded by the grader), for the book's exercises
+(``variants`` empty) or for the graded variants ``variants`` (``{label: Variant}``), which the
+module's ``VARIANTS`` defines (:mod:`course.variants`). They are not in the student edition nor
 in the book; an instructor may keep their own in a folder of their choice (``--hidden``).
 An exercise scores its points times the fraction of its hidden tests that pass.
 """
@@ -21,11 +23,14 @@ import importlib.util
 import json
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 MARKER = "hidden-test-value:"  # starts the line a test cell prints its value on
+MAX_VALUE_CHARS = 1_000_000  # the longest printed value the grader parses
+MAX_DEPTH = 20  # the deepest nesting of lists it parses
 
 # Defined in every test cell (a submission may have rebound anything defined earlier).
 _PLAIN = '''\
@@ -43,7 +48,8 @@ def _hidden_test_plain(value):
 def close(rtol: float = 1e-9, atol: float = 1e-12):
     """A judge: the value equals the instructor's, numbers to within ``atol + rtol * |expected|``
     (NaN matches NaN, booleans and strings exactly), lists entry by entry with the same
-    shape."""
+    shape. Its message says where the value is wrong, never what the right value is (a
+    student who sees it learns nothing to copy)."""
     def judge(got, expected) -> str:
         return _difference(got, expected, rtol, atol)
     return judge
@@ -52,13 +58,13 @@ def close(rtol: float = 1e-9, atol: float = 1e-12):
 def _difference(got, expected, rtol, atol, where="") -> str:
     if isinstance(expected, list):
         if not isinstance(got, list) or len(got) != len(expected):
-            length = f"a list of {len(got)}" if isinstance(got, list) else repr(got)
-            return f"{where or 'the value'} is {length}, expected a list of {len(expected)}"
+            kind = f"a list of {len(got)}" if isinstance(got, list) else f"a {type(got).__name__}"
+            return f"{where or 'the value'} is {kind}, not a list of the right length"
         for k, (g, e) in enumerate(zip(got, expected, strict=True)):
             if reason := _difference(g, e, rtol, atol, f"{where}[{k}]"):
                 return reason
         return ""
-    wrong = f"{where or 'the value'} is {got!r}, expected {expected!r}"
+    wrong = f"{where or 'the value'} is wrong"
     if isinstance(expected, bool) or isinstance(expected, str) or expected is None:
         return "" if got == expected and type(got) is type(expected) else wrong
     if isinstance(got, bool) or not isinstance(got, int | float):
@@ -86,11 +92,33 @@ class HiddenTest:
 
 
 def value_printed(stdout: str):
-    """The value a test cell printed (the last marked line), or raise ``ValueError``."""
+    """The value a test cell printed (the last marked line), or raise ``ValueError``: where
+    there is none, or it is longer than :data:`MAX_VALUE_CHARS` characters, nested deeper
+    than :data:`MAX_DEPTH`, or not JSON."""
     lines = [line for line in stdout.splitlines() if line.startswith(MARKER)]
     if not lines:
         raise ValueError("the test printed no value")
-    return json.loads(lines[-1][len(MARKER):])
+    text = lines[-1][len(MARKER):]
+    if len(text) > MAX_VALUE_CHARS:
+        raise ValueError(f"the value is longer than {MAX_VALUE_CHARS} characters")
+    if _depth(text) > MAX_DEPTH:
+        raise ValueError(f"the value is nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ValueError("the value is not readable") from None
+
+
+def _depth(text: str) -> int:
+    """How deeply the brackets of the JSON ``text`` nest (outside its strings)."""
+    depth = deepest = 0
+    for part in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):
+        if part in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif part in "]}":
+            depth -= 1
+    return deepest
 
 
 def tensor_literal(rng: random.Random, shape: Sequence[int], digits: int = 6) -> str:
@@ -108,9 +136,10 @@ def log_uniform(rng: random.Random, low: float, high: float) -> float:
     return math.exp(rng.uniform(math.log(low), math.log(high)))
 
 
-def load(chapter: str, directory: Path | None = None) -> Callable:
-    """The ``hidden_tests`` function of ``chapter`` (a notebook's stem), from ``directory``
-    (default: this package's folder)."""
+def load(chapter: str, directory: Path | None = None):
+    """The module of hidden tests of ``chapter`` (a notebook's stem), from ``directory``
+    (default: this package's folder): its ``hidden_tests(rng, variants)`` and its ``VARIANTS``
+    (``{}`` where it defines none; see :mod:`course.variants`)."""
     path = Path(directory or Path(__file__).parent) / f"{chapter}.py"
     if not path.is_file():
         raise ValueError(f"hidden: no hidden tests for {chapter!r} ({path} does not exist)")
@@ -118,5 +147,8 @@ def load(chapter: str, directory: Path | None = None) -> Callable:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if not callable(getattr(module, "hidden_tests", None)):
-        raise ValueError(f"hidden: {path} defines no function hidden_tests(rng)")
-    return module.hidden_tests
+        raise ValueError(f"hidden: {path} defines no function hidden_tests(rng, variants)")
+    if not isinstance(getattr(module, "VARIANTS", {}), dict):
+        raise ValueError(f"hidden: {path}'s VARIANTS must map labels to functions")
+    module.VARIANTS = getattr(module, "VARIANTS", {})
+    return module

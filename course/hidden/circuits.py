@@ -37,8 +37,10 @@ def _decides(n, language, circuit_class, max_depth, max_size=None, seed=0):
         feedback = check_circuit_family(lambda _: circuit, language, lengths, circuit_class,
                                         max_depth, sampled_lengths=sampled, samples=500,
                                         seed=seed)
-        if not feedback:
-            return feedback.message
+        if not feedback:  # its message, but never the string it fails on (an oracle)
+            wrong = "gives the wrong answer on"
+            return (f"family({n}) gives the wrong answer on some string" if wrong in
+                    feedback.message else feedback.message)
         bound = max_size(n) if callable(max_size) else max_size
         if bound is not None and circuit.size > bound:
             return f"its size is {circuit.size}, more than {bound}"
@@ -53,7 +55,7 @@ def _family_tests(rng, family, language, circuit_class, max_depth, max_size=None
             for n in lengths]
 
 
-def hidden_tests(rng: random.Random) -> dict:
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
     return {
         "ex-circ-or": _family_tests(
             rng, "or_family", lambda w: w.sum(dim=1) > 0, "NC",

@@ -20,7 +20,7 @@ def _slope(expected_slope: float, sizes):
     return judge
 
 
-def hidden_tests(rng: random.Random) -> dict:
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
     def step(k):
         low = rng.randrange(-30, 0)
         return HiddenTest(f"step_indicator(torch.arange({low}.0, {k + 40}.0), {k}).double()",

@@ -6,7 +6,7 @@ import random
 from course.hidden import HiddenTest, close, log_uniform
 
 
-def hidden_tests(rng: random.Random) -> dict:
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
     return {
         "ex-lnh-scale": [HiddenTest(f"output_scale({log_uniform(rng, 1e-4, 2.0)!r}, "
                                     f"{2 * rng.randrange(1, 30)})") for _ in range(3)],

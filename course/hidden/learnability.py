@@ -18,7 +18,7 @@ def _bootstrap(rng: random.Random, seeds: int, gain: tuple) -> HiddenTest:
                       close(rtol=1e-9, atol=1e-9))
 
 
-def hidden_tests(rng: random.Random) -> dict:
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
     exact = close(rtol=0, atol=0)
     scaled_cases = [  # each region of the answer: n = 2, c < 1 long, c >= 1, c just below 1
         (rng.uniform(0.1, 0.95), 2), (rng.uniform(0.1, 0.8), rng.randrange(50, 5000)),

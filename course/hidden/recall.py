@@ -13,12 +13,12 @@ def _tokens(rng, batch, length, vocab):
 def _near(got, expected) -> str:
     """A judge: the loss of a fresh sample is within 5% of the instructor's."""
     if isinstance(got, bool) or not isinstance(got, int | float):
-        return f"the value is {got!r}, expected a float"
+        return "the value is not a number"
     near = abs(got - expected) <= 0.05 * expected
-    return "" if near else f"the loss is {got!r}, expected about {expected:.4g}"
+    return "" if near else "the loss is more than 5% away from the right one"
 
 
-def hidden_tests(rng: random.Random) -> dict:
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
     def count_test():
         batch, length, vocab = rng.randrange(5, 40), rng.randrange(3, 30), rng.randrange(2, 5)
         pairs = [f"torch.tensor({[rng.randrange(vocab) for _ in range(batch)]})"

@@ -1,0 +1,114 @@
+"""Variants of the graded exercises, so that the public book does not answer graded work.
+
+As in PrairieLearn's randomized question variants, a graded exercise is the book's exercise
+with other constants: another length, position, threshold, measure or convention, chosen so that
+the book's model answer is wrong for it. A chapter's module of hidden tests
+(``course/hidden/<chapter>.py``) defines ``VARIANTS``, which maps each graded exercise's label
+to a function of a :class:`random.Random` that returns a :class:`Variant`: text of the book's
+exercise (its statement, answer, check and solution cells) and what replaces it, and the
+parameters its hidden tests need.
+
+A course draws one of :data:`VARIANT_COUNT` variants of each chapter: from a *course seed*
+alone (everyone gets the same), or from the course seed and a student's name on a roster (each
+student their own). :func:`variant_index` makes that choice, and :func:`chapter_variants` the
+chapter's variants for it, the same on every machine, so that :mod:`course.assignments` writes
+each student's edition and :mod:`course.grade` grades each student against their own variant
+without a record of who got what.
+"""
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+VARIANT_COUNT = 4  # the variants of a chapter that a course draws from
+STUDENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One graded exercise's variant: ``replace`` maps text of the book's exercise to the
+    variant's, in order; ``params`` are what its hidden tests need; ``name`` says what changed,
+    for the instructor."""
+
+    name: str
+    replace: dict[str, str]
+    params: dict = field(default_factory=dict)
+
+
+def variant_index(course_seed: int, chapter: str, student: str = "") -> int:
+    """Which of the chapter's :data:`VARIANT_COUNT` variants the course seed (and the student,
+    for a roster) gives: a hash, so the same everywhere."""
+    if isinstance(course_seed, bool) or not isinstance(course_seed, int) or course_seed < 0:
+        raise ValueError(f"course_seed must be a non-negative integer, got {course_seed!r}")
+    digest = hashlib.sha256(f"{course_seed}/{student}/{chapter}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % VARIANT_COUNT
+
+
+def chapter_variants(make_variants: dict, chapter: str, index: int) -> dict[str, Variant]:
+    """``{label: Variant}``: variant ``index`` of each exercise of ``chapter``, from its module's
+    ``VARIANTS`` (``make_variants``), each drawn with a generator seeded by chapter, label and
+    index."""
+    if isinstance(index, bool) or index not in range(VARIANT_COUNT):
+        raise ValueError(f"index must be one of 0..{VARIANT_COUNT - 1}, got {index!r}")
+    return {label: make(random.Random(f"{chapter}/{label}/{index}"))
+            for label, make in make_variants.items()}
+
+
+def _directive(kind: str, label: str) -> re.Pattern:
+    """The ``{exercise}`` directive with ``:label: label``, or the ``{solution} label`` one."""
+    head = (rf"```\{{exercise\}}[^\n]*\n(?:[^\n]*\n)*?:label: {re.escape(label)}\n" if kind ==
+            "exercise" else rf"```\{{solution\}} {re.escape(label)}\n")
+    return re.compile(head + r".*?\n```", re.S)
+
+
+def apply_variants(notebook, variants: dict[str, Variant]) -> nbformat.NotebookNode:
+    """A copy of ``notebook`` with each exercise of ``variants`` rewritten as its variant: the
+    replacements apply to the exercise's directive, its solution directive and its cells
+    (metadata ``exercise``). Raises ``ValueError`` where a replaced text is not in the
+    exercise (the book changed under the variant). The copy's metadata ``course_variant``
+    names each exercise's variant."""
+    notebook = nbformat.from_dict(notebook)
+    for label, variant in variants.items():
+        parts = []  # (cell, match or None): the texts the variant may rewrite
+        for cell in notebook.cells:
+            if cell.metadata.get("exercise") == label:
+                parts.append((cell, None))
+            elif cell.cell_type == "markdown":
+                parts += [(cell, m) for kind in ("exercise", "solution")
+                          for m in _directive(kind, label).finditer(cell.source)]
+        if not any(m is not None and "{exercise}" in m[0] for _, m in parts):
+            raise ValueError(f"variant of {label}: the notebook states no such exercise")
+        for old in variant.replace:
+            if not any(old in (m[0] if m else cell.source) for cell, m in parts):
+                raise ValueError(f"variant {variant.name!r} of {label}: {old!r} is not in the "
+                                 "exercise")
+        for cell, match in parts:
+            text = match[0] if match else cell.source
+            for old, new in variant.replace.items():
+                text = text.replace(old, new)
+            cell.source = cell.source.replace(match[0], text) if match else text
+    notebook.metadata["course_variant"] = {label: v.name for label, v in variants.items()}
+    return notebook
+
+
+def read_roster(path: Path) -> list[str]:
+    """The students of a roster: one name per line (a CSV's first column; a header ``student``
+    and blank lines are skipped). Names are letters, digits and ``._@+-``, each once."""
+    names = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        name = line.split(",")[0].strip().strip('"')
+        if not name or (number == 1 and name.lower() == "student"):
+            continue
+        if not STUDENT_NAME.fullmatch(name):
+            raise ValueError(f"roster {path}, line {number}: {name!r} is not a student name "
+                             "(letters, digits and ._@+- only)")
+        if name in names:
+            raise ValueError(f"roster {path}, line {number}: {name!r} is listed twice")
+        names.append(name)
+    if not names:
+        raise ValueError(f"roster {path} lists no student")
+    return names
