@@ -1,16 +1,25 @@
 """Argument checks shared by the companion's public functions.
 
 Each helper raises ``TypeError`` (wrong kind of object) or ``ValueError`` (right kind, wrong value)
-with a message that names the argument and says what was expected.
+with a message that names the argument and says what was expected. Strings of bits are checked by
+:func:`companion.languages.as_strings`.
 """
 
+import math
+import numbers
+
+import numpy as np
 import torch
 
 
 def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    """``value`` as an int within ``[minimum, maximum]``; bools are refused."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """``value`` as an int within ``[minimum, maximum]``. Python and NumPy integers are accepted,
+    and NumPy floats that hold an integer; bools are refused."""
+    if isinstance(value, np.floating) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
@@ -18,28 +27,72 @@ def check_int(value, name: str, minimum: int | None = None, maximum: int | None 
     return value
 
 
-def check_nonnegative(value, name: str) -> float:
-    """``value`` as a float ``>= 0`` (an int or float; bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def check_number(value, name: str, minimum: float | None = None, maximum: float | None = None,
+                 above: float | None = None, below: float | None = None) -> float:
+    """``value`` as a finite float with ``minimum <= value <= maximum`` and
+    ``above < value < below`` (each bound optional). Python and NumPy numbers are accepted;
+    bools, NaN and infinities are refused."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return float(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    if above is not None and value <= above:
+        raise ValueError(f"{name} must be > {above}, got {value}")
+    if below is not None and value >= below:
+        raise ValueError(f"{name} must be < {below}, got {value}")
+    return value
 
 
-def check_positive(value, name: str) -> float:
-    """``value`` as a float ``> 0`` (an int or float; bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return float(value)
+def check_bool(value, name: str) -> bool:
+    """``value`` as a bool: ``True`` or ``False`` (or a NumPy bool), not a truthy string."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
+    """``value`` as one of the strings in ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_callable(value, name: str):
+    """``value``, which must be callable (a function or a model)."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_generator(value, name: str = "generator"):
+    """``value``, which must be a ``torch.Generator`` or None."""
+    if value is not None and not isinstance(value, torch.Generator):
+        raise TypeError(f"{name} must be a torch.Generator or None, got {type(value).__name__}")
+    return value
+
+
+def check_dtype(value, name: str = "dtype") -> torch.dtype:
+    """``value``, which must be a floating-point ``torch.dtype``."""
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype, got {value!r}")
+    return value
+
+
+def check_tensor(value, name: str) -> torch.Tensor:
+    """``value``, which must be a tensor."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
 
 
 def check_float_tensor(value, name: str, ranks: tuple[int, ...]) -> torch.Tensor:
     """``value`` as a floating-point tensor whose rank is one of ``ranks``."""
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    check_tensor(value, name)
     if not value.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {value.dtype}")
     if value.dim() not in ranks:
@@ -48,8 +101,37 @@ def check_float_tensor(value, name: str, ranks: tuple[int, ...]) -> torch.Tensor
     return value
 
 
-def check_choice(value, name: str, choices: tuple[str, ...]) -> str:
-    """``value`` as one of the strings in ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+def check_shape(value, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+    """``value``, which must be a tensor of exactly ``shape``."""
+    check_tensor(value, name)
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {list(shape)}, got {list(value.shape)}")
     return value
+
+
+def check_same_device(**tensors) -> torch.device:
+    """The device shared by every tensor given by name (None entries are skipped)."""
+    given = {name: t for name, t in tensors.items() if t is not None}
+    devices = {name: t.device for name, t in given.items()}
+    if len(set(devices.values())) > 1:
+        listed = ", ".join(f"{name} on {device}" for name, device in devices.items())
+        raise ValueError(f"the tensors must be on one device, got {listed}")
+    return next(iter(devices.values()))
+
+
+def check_device(value, name: str = "device") -> torch.device | None:
+    """``value`` as a ``torch.device`` (from a device or a name such as ``"cpu"``, ``"cuda:0"``),
+    or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str | torch.device):
+        raise TypeError(f"{name} must be a torch.device, a device name or None, "
+                        f"got {type(value).__name__}")
+    try:
+        chosen = torch.device(value)
+    except RuntimeError as error:
+        raise ValueError(f"{name} must name a torch device such as 'cpu' or 'cuda', "
+                         f"got {value!r}") from error
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={value!r} asks for CUDA, but none is available")
+    return chosen

@@ -15,20 +15,29 @@ import math
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from companion._checks import check_choice, check_float_tensor, check_int
+from companion._checks import (
+    check_bool,
+    check_choice,
+    check_device,
+    check_float_tensor,
+    check_int,
+    check_number,
+    check_same_device,
+    check_tensor,
+)
 
 ATTENTION_KINDS = ("softmax", "leftmost_hard", "average_hard")
+MAX_POSITIONS = 2**13  # future_mask and attention_flops hold n**2 entries
 
 
 def future_mask(n: int, strict: bool = False, device=None) -> torch.Tensor:
     """Causal mask ``BoolTensor[n, n]``: True where position ``i`` may attend to position ``j``.
 
     ``j <= i`` by default (future masking, [chiang2024esslli] eq. 5.11); ``j < i`` when ``strict``
-    (strict future masking, under which position 0 attends to nothing).
+    (strict future masking, under which position 0 attends to nothing). ``n`` is at most 8192.
     """
-    check_int(n, "n", minimum=1)
-    if not isinstance(strict, bool):
-        raise TypeError(f"strict must be a bool, got {type(strict).__name__}")
+    n = check_int(n, "n", minimum=1, maximum=MAX_POSITIONS)
+    strict, device = check_bool(strict, "strict"), check_device(device)
     return torch.ones(n, n, dtype=torch.bool, device=device).tril(diagonal=-1 if strict else 0)
 
 
@@ -38,6 +47,7 @@ def _allowed(mask, scores: torch.Tensor) -> torch.Tensor:
         return torch.ones_like(scores, dtype=torch.bool)
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a BoolTensor or None, got {type(mask).__name__}")
+    check_tensor(mask, "mask")
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a BoolTensor (True = may attend), got dtype {mask.dtype}")
     try:
@@ -55,14 +65,17 @@ def attention_weights(scores: torch.Tensor, kind: str = "softmax", mask=None) ->
     ``kind`` is ``"softmax"`` ([selfattention2025chapter] §9.2, step 3), ``"leftmost_hard"`` (all
     weight on the leftmost maximal score, [chiang2024esslli] eq. 5.12) or ``"average_hard"``
     (weight shared equally by the maximal scores, [chiang2024esslli] eq. 5.13). Masked-out keys
-    (``mask`` False) get weight 0 and do not count as maximal. Returns a tensor shaped like
-    ``scores`` whose rows sum to 1 (or are all 0 for a row with no allowed key).
+    (``mask`` False) get weight 0 and do not count as maximal; so do keys with score ``-inf``.
+    Returns a tensor shaped like ``scores`` whose rows sum to 1 (or are all 0 for a row with no
+    allowed key).
     """
     check_float_tensor(scores, "scores", ranks=tuple(range(2, 9)))
     check_choice(kind, "kind", ATTENTION_KINDS)
-    if torch.isnan(scores).any():
-        raise ValueError("scores contains NaN")
-    allowed = _allowed(mask, scores)
+    if torch.isnan(scores).any() or torch.isposinf(scores).any():
+        raise ValueError("scores must be finite or -inf, got NaN or +inf")
+    if scores.shape[-1] == 0:  # no keys: every row has no allowed key
+        return torch.zeros_like(scores)
+    allowed = _allowed(mask, scores) & ~torch.isneginf(scores)
     masked = scores.masked_fill(~allowed, -math.inf)
     some_allowed = allowed.any(dim=-1, keepdim=True)
     if kind == "softmax":
@@ -104,11 +117,13 @@ def self_attention(
         if W.dtype != X.dtype:
             raise TypeError(f"{name} has dtype {W.dtype} but X has "
                             f"{X.dtype}; use one dtype")
+    check_same_device(X=X, W_Q=W_Q, W_K=W_K, W_V=W_V)
     if W_Q.shape[1] != W_K.shape[1]:
         raise ValueError("W_Q and W_K must have the same number of columns "
                          f"d_k, got {W_Q.shape[1]} and {W_K.shape[1]}")
     if scale is None:
         scale = 1.0 / math.sqrt(W_Q.shape[1])
+    scale = check_number(scale, "scale")
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V
     S = scale * (Q @ K.transpose(-2, -1))
     A = attention_weights(S, kind=kind, mask=mask)
@@ -119,10 +134,11 @@ def attention_flops(n: int, d: int, d_k: int, d_v: int | None = None) -> int:
     """Floating-point operations of one :func:`self_attention` call on ``X: [n, d]``, as counted
     by PyTorch's own ``FlopCounterMode`` (matrix products only; one multiply-add is 2 FLOPs).
 
-    ``d_v`` defaults to ``d_k``. Use it to check the operation count predicted by hand.
+    ``d_v`` defaults to ``d_k``. Use it to check the operation count predicted by hand. ``n`` is
+    at most 8192.
     """
-    for name, value in (("n", n), ("d", d), ("d_k", d_k)):
-        check_int(value, name, minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=MAX_POSITIONS)
+    d, d_k = check_int(d, "d", minimum=1), check_int(d_k, "d_k", minimum=1)
     d_v = d_k if d_v is None else check_int(d_v, "d_v", minimum=1)
     X = torch.zeros(n, d)
     weights = (torch.zeros(d, d_k), torch.zeros(d, d_k), torch.zeros(d, d_v))

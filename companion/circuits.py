@@ -22,6 +22,8 @@ from companion._checks import check_choice, check_int
 from companion.languages import as_strings, parse_formula
 
 GATES = ("NOT", "AND", "OR", "MAJORITY")  # the kinds of gate a circuit may use
+MAX_INPUTS = 2**16  # inputs of the families of linear size (parity_tree, majority_...)
+MAX_THRESHOLD_INPUTS = 1024  # parity_threshold's size is quadratic in n
 CLASSES = ("NC", "AC", "TC")
 
 
@@ -42,9 +44,8 @@ class Circuit:
         check_choice(kind, "kind", GATES)
         if kind == "NOT" and len(inputs) != 1:
             raise ValueError(f"a NOT gate has fan-in exactly 1, got {len(inputs)} inputs")
+        inputs = tuple(check_int(node, "every gate input") for node in inputs)
         for node in inputs:
-            if isinstance(node, bool) or not isinstance(node, int):
-                raise TypeError(f"gate inputs must be node numbers, got {node!r}")
             if not 0 <= node < self.n_nodes:
                 raise ValueError(f"gate input {node} is not an existing node "
                                  f"(0..{self.n_nodes - 1}); a gate may read earlier nodes only")
@@ -58,37 +59,46 @@ class Circuit:
 
     def set_output(self, node: int) -> "Circuit":
         """Make ``node`` the circuit's output; returns the circuit."""
-        if not 0 <= node < self.n_nodes:
-            raise ValueError(f"output {node} is not a node (0..{self.n_nodes - 1})")
-        self.output = node
+        self.output = check_int(node, "node", minimum=0, maximum=self.n_nodes - 1)
         return self
 
     @classmethod
     def from_spec(cls, inputs: Sequence[str], gates: dict, output: str) -> "Circuit":
         """A circuit from named nodes: ``gates`` maps a name to ``(kind, [input names])`` in any
-        order. Raises ``ValueError`` for a cycle, an unknown name or a bad fan-in."""
+        order. Raises ``ValueError`` for a cycle, an unknown name or a bad fan-in. The gates are
+        sorted depth-first with an explicit stack, so chains of any length work."""
+        if not isinstance(gates, dict):
+            raise TypeError(f"gates must be a dict name -> (kind, [input names]), "
+                            f"got {type(gates).__name__}")
+        for name, gate in gates.items():
+            if not isinstance(gate, tuple | list) or len(gate) != 2:
+                raise ValueError(f"gates[{name!r}] must be a pair (kind, [input names]), "
+                                 f"got {gate!r}")
         names = {name: i for i, name in enumerate(inputs)}
         if len(names) != len(inputs) or set(names) & set(gates):
             raise ValueError("node names must be distinct")
-        circuit, state = cls(len(inputs)), {}
-
-        def visit(name, path):
-            if name in names:
-                return names[name]
-            if name not in gates:
-                raise ValueError(f"unknown node {name!r}")
-            if state.get(name) == "visiting":
-                raise ValueError(f"the circuit has a cycle: {' -> '.join([*path, name])}")
-            state[name] = "visiting"
-            kind, sources = gates[name]
-            numbers = [visit(source, [*path, name]) for source in sources]
-            names[name] = circuit.gate(kind, *numbers)
-            state[name] = "done"
-            return names[name]
-
-        for name in gates:
-            visit(name, [])
-        return circuit.set_output(visit(output, []))
+        circuit = cls(len(inputs))
+        for root in [*gates, output]:
+            path, on_path, stack = [], set(), [(root, 0)]  # (name, its sources done)
+            while stack:
+                name, done = stack.pop()
+                if name in names:
+                    continue
+                if name not in gates:
+                    raise ValueError(f"unknown node {name!r}")
+                sources = gates[name][1]
+                if done == 0:
+                    if name in on_path:
+                        cycle = [*path[path.index(name):], name]
+                        raise ValueError(f"the circuit has a cycle: {' -> '.join(cycle)}")
+                    path.append(name)
+                    on_path.add(name)
+                if done < len(sources):
+                    stack += [(name, done + 1), (sources[done], 0)]
+                else:
+                    names[name] = circuit.gate(gates[name][0], *(names[s] for s in sources))
+                    on_path.remove(path.pop())
+        return circuit.set_output(names[output])
 
     def _check_output(self):
         if self.output is None:
@@ -176,8 +186,9 @@ def xor_circuit() -> Circuit:
 
 def parity_tree(n: int) -> Circuit:
     """PARITY of ``n`` bits as a balanced tree of XOR gadgets: fan-in 2, depth
-    ``3 ceil(log2 n)``."""
-    circuit, layer = Circuit(check_int(n, "n", minimum=0)), list(range(n))
+    ``3 ceil(log2 n)``; ``n`` is at most 2**16, as for the other families of linear size."""
+    n = check_int(n, "n", minimum=0, maximum=MAX_INPUTS)
+    circuit, layer = Circuit(n), list(range(n))
     if n == 0:
         return circuit.set_output(circuit.gate("OR"))  # the empty string has no 1s
     while len(layer) > 1:
@@ -189,7 +200,8 @@ def parity_tree(n: int) -> Circuit:
 def parity_dnf(n: int) -> Circuit:
     """PARITY of ``n`` bits as an OR of ``2^(n-1)`` ANDs, one per odd-weight input (a DNF),
     over the inputs and their negations: unbounded fan-in, depth 2 above the NOT gates."""
-    circuit = Circuit(check_int(n, "n", minimum=0, maximum=16))
+    n = check_int(n, "n", minimum=0, maximum=16)
+    circuit = Circuit(n)
     negated = [circuit.gate("NOT", i) for i in range(n)]
     terms = []
     for assignment in range(2**n):
@@ -212,8 +224,10 @@ def _at_least(circuit: Circuit, inputs: Sequence[int], k: int) -> int:
 def parity_threshold(n: int) -> Circuit:
     """PARITY of ``n`` bits in constant depth with MAJORITY gates: ``[count = j]`` is
     ``[count >= j] AND NOT [count >= j + 1]``, and PARITY is the OR over odd ``j``. Depth 4;
-    size quadratic in ``n``, mostly the constants that pad the MAJORITY gates."""
-    circuit = Circuit(check_int(n, "n", minimum=0))
+    size quadratic in ``n``, mostly the constants that pad the MAJORITY gates; ``n`` is at most
+    1024."""
+    n = check_int(n, "n", minimum=0, maximum=MAX_THRESHOLD_INPUTS)
+    circuit = Circuit(n)
     inputs = list(range(n))
     exactly = [circuit.gate("AND", _at_least(circuit, inputs, j),
                             circuit.gate("NOT", _at_least(circuit, inputs, j + 1)))
@@ -224,7 +238,8 @@ def parity_threshold(n: int) -> Circuit:
 def majority_gate(n: int) -> Circuit:
     """The language MAJORITY (more 1s than 0s) with one MAJORITY gate: "at least half of the
     ``n`` inputs and one constant 0" is "more than half of the inputs"."""
-    circuit = Circuit(check_int(n, "n", minimum=0))
+    n = check_int(n, "n", minimum=0, maximum=MAX_INPUTS)
+    circuit = Circuit(n)
     return circuit.set_output(circuit.gate("MAJORITY", *range(n), circuit.gate("OR")))
 
 
@@ -278,7 +293,8 @@ def majority_fan_in_2(n: int) -> Circuit:
     """The language MAJORITY with fan-in-2 gates only: count the 1s in binary (a carry-save
     tree of full adders) and compare the count with ``floor(n/2) + 1``. Depth O(log n),
     size O(n)."""
-    circuit = Circuit(check_int(n, "n", minimum=0))
+    n = check_int(n, "n", minimum=0, maximum=MAX_INPUTS)
+    circuit = Circuit(n)
     count = _count(circuit, list(range(n)))
     return circuit.set_output(_at_least_constant(circuit, count, n // 2 + 1))
 

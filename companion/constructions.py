@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from companion._checks import check_int, check_nonnegative
+from companion._checks import check_bool, check_int, check_number
 from companion.languages import as_strings
 from companion.transformer import Encoder, EncoderLayer, Layout
 
@@ -25,12 +25,9 @@ FLAWED_FIRST_LAYOUT = Layout("is_0", "is_1", "is_cls", "[i=1]", "s")
 ONE = Layout("1")  # a one-dimensional query/key space
 
 
-def _check_c(c):
-    if isinstance(c, bool) or not isinstance(c, int | float):
-        raise TypeError(f"c must be a number, got {type(c).__name__}")
-    if not c > 0:
-        raise ValueError(f"c must be > 0 (the attention logit scale), got {c}")
-    return float(c)
+def _check_c(c) -> float:
+    """``c``, the attention logit scale: a finite number > 0."""
+    return check_number(c, "c", above=0)
 
 
 def _word_embedding(layout: Layout) -> torch.Tensor:
@@ -67,7 +64,9 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
     scale as ``d`` doubles); ``W^V -> [[W^V 0]; [-W^V 0]]``; ``W^F1 -> [W^F1 0]``;
     ``W^F2 -> [W^F2; -W^F2]`` and ``b^F2 -> [b^F2; -b^F2]``; the output reads the first half.
     """
-    check_nonnegative(eps, "eps")
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must be an Encoder, got {type(encoder).__name__}")
+    eps = check_number(eps, "eps", minimum=0)
     d = encoder.d
     both = lambda x: torch.cat([x, -x], dim=-1)  # noqa: E731
     with torch.no_grad():
@@ -110,8 +109,7 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
     """
     if not isinstance(model, Encoder):
         raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
-    if isinstance(eta, bool) or not isinstance(eta, int | float) or not 0 < eta < math.inf:
-        raise ValueError(f"eta must be a positive number of bits, got {eta!r}")
+    eta = check_number(eta, "eta", above=0)
     if not model.layernorm or model.eps != 0 or model.norm != "post":
         raise ValueError("model must be post-norm with layer normalization and eps = 0 (its "
                          "LN makes every logit the same size); got "
@@ -148,7 +146,7 @@ def with_eps(model: Encoder, eps: float) -> Encoder:
     of the original definition."""
     if not isinstance(model, Encoder):
         raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
-    check_nonnegative(eps, "eps")
+    eps = check_number(eps, "eps", minimum=0)
     if not model.layernorm:
         raise ValueError("model has no layer normalization, so eps would change nothing")
     changed = copy.deepcopy(model)
@@ -165,7 +163,7 @@ def parity_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0
     ``s`` is ``(-1)^(k+1) 2 tanh(c) / n^2`` for even ``n``. With ``layernorm``, §4.1's version.
     """
     c, L = _check_c(c), PARITY_LAYOUT
-    check_nonnegative(eps, "eps")
+    layernorm, eps = check_bool(layernorm, "layernorm"), check_number(eps, "eps", minimum=0)
     hidden = Layout("k-i-1", "k-i", "k-i+1")  # each divided by n, before the ReLU
 
     def position_embedding(n):
@@ -229,7 +227,8 @@ def first_transformer(c: float = 1.0, layernorm: bool = False, eps: float = 0.0,
     ``log_length`` the logits are scaled by ``log n`` (§5.3); with ``layernorm``, §4.1's version.
     """
     c, L = _check_c(c), FIRST_LAYOUT
-    check_nonnegative(eps, "eps")
+    layernorm, eps = check_bool(layernorm, "layernorm"), check_number(eps, "eps", minimum=0)
+    log_length = check_bool(log_length, "log_length")
     hidden = Layout("[w_i=1 and i=1]")
     detect = _layer(
         L, heads=1, d_ff=1,
@@ -257,7 +256,7 @@ def scaled_first_bound(layernorm: bool = False, eps: float = 0.0) -> float:
     tests check it.) Multiplying the output layer by ``t / bound`` puts every logit beyond
     ``+-t``.
     """
-    check_nonnegative(eps, "eps")
+    layernorm, eps = check_bool(layernorm, "layernorm"), check_number(eps, "eps", minimum=0)
     return 0.25 / math.sqrt(5 / 24 + eps) if layernorm else 0.25
 
 
@@ -267,6 +266,7 @@ def flawed_first_transformer(c: float = 1.0, log_length: bool = False) -> Encode
     ``s = (e^c - 1)/(e^c + n - 1) ([w_1 = 1] - 1/2) + (k - n/2)/(e^c + n - 1)``; correct for
     every string of length n only when ``c > log(n - 1)``, or with ``log_length`` (§5.3)."""
     c, L = _check_c(c), FLAWED_FIRST_LAYOUT
+    log_length = check_bool(log_length, "log_length")
     look = _cls_attends_to_position_1(L, c, {("s", "is_0"): -0.5, ("s", "is_1"): 0.5,
                                               ("s", "is_cls"): -0.5})
     return _finish(L, _word_embedding(L), _marks_position_1(L), [look], False, 0.0, log_length)
@@ -278,11 +278,12 @@ class RumelhartParity:
 
     ``W1 = ones(m, m)``, ``b1[j] = -(j + 1) + 0.5`` so that unit ``j`` is ``[k >= j + 1]``;
     ``W2[j] = (-1)^j`` (1, -1, 1, ...) and ``b2 = -0.5``. Calling it on ``w: [B, m]`` returns
-    ``BoolTensor[B]``, True iff the number of 1s is odd.
+    ``BoolTensor[B]``, True iff the number of 1s is odd. ``m`` is at most 4096 (``W1`` holds
+    ``m**2`` numbers).
     """
 
     def __init__(self, m: int):
-        self.m = check_int(m, "m", minimum=1)
+        self.m = m = check_int(m, "m", minimum=1, maximum=4096)
         j = torch.arange(m, dtype=torch.float64)
         self.W1, self.b1 = torch.ones(m, m, dtype=torch.float64), -(j + 1) + 0.5
         self.W2, self.b2 = (1.0 - 2.0 * (j % 2)).reshape(1, m), torch.tensor([-0.5])

@@ -14,6 +14,14 @@ from fractions import Fraction
 
 import torch
 
+from companion._checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_int,
+    check_tensor,
+)
+
 
 @dataclass
 class Feedback:
@@ -21,6 +29,11 @@ class Feedback:
 
     passed: bool
     message: str
+
+    def __post_init__(self):
+        check_bool(self.passed, "passed")
+        if not isinstance(self.message, str):
+            raise TypeError(f"message must be a str, got {type(self.message).__name__}")
 
     def __bool__(self) -> bool:
         return self.passed
@@ -33,7 +46,10 @@ class Feedback:
 
 def previous_position_inputs(x: torch.Tensor) -> torch.Tensor:
     """Exercise 5.1's input sequence as columns: ``[5, n]`` with column ``i`` equal to
-    ``[x_i, 1, i, i^2, 0]``, for ``x: [n]``."""
+    ``[x_i, 1, i, i^2, 0]``, for a 1-d tensor ``x: [n]``."""
+    check_tensor(x, "x")
+    if x.dim() != 1:
+        raise ValueError(f"x must be a 1-d tensor [n], got shape {list(x.shape)}")
     i = torch.arange(x.shape[0], dtype=torch.float64)
     return torch.stack([x.double(), torch.ones_like(i), i, i**2, torch.zeros_like(i)])
 
@@ -124,20 +140,22 @@ def _value_error(W_V) -> str | None:
     return None
 
 
-def check_previous_position_layer(W_Q, W_K, W_V) -> Feedback:
+def check_previous_position_layer(W_Q, W_K, W_V, offset: int = 1) -> Feedback:
     """Grade Exercise 5.1 of [chiang2024esslli]: an average-hard attention layer
     ``f(X) = X + att(X)`` (the residual connection, no layer norm, no FFN) whose fifth row
     copies ``x_{i-1}`` (``x_0`` at position 0) and leaves the other rows as they were, for
-    every length ``n`` and every input ``x``.
+    every length ``n`` and every input ``x``. With ``offset`` (a positive int, default 1)
+    the fifth row copies ``x_{i-offset}`` instead (``x_0`` at the positions ``i < offset``).
 
     The weights use the column convention: ``W_Q, W_K: [d_hid, 5]``, ``W_V: [5, 5]``; scores
     are ``(W_Q X)^T (W_K X) / sqrt(d_hid)``. The check is exact, not a trial: the scores must
     not depend on ``x``, and then at position ``i`` they are ``A(i) j + B(i) j^2`` plus terms
     free of ``j``, a quadratic in ``j`` that must have its unique maximum over all ``j >= 0``
-    at ``t = max(i - 1, 0)``. For ``i >= 2`` that means ``B(i) < 0`` and the score at ``t``
-    beats those at ``t - 1`` and ``t + 1``: two polynomial inequalities in ``i``, decided at
-    every integer ``i >= 2`` from their real roots.
+    at ``t = max(i - offset, 0)``. For ``i > offset`` that means ``B(i) < 0`` and the score
+    at ``t`` beats those at ``t - 1`` and ``t + 1``: two polynomial inequalities in ``i``,
+    decided at every integer ``i > offset`` from their real roots.
     """
+    check_int(offset, "offset", minimum=1)
     W_Q, W_K = (_exact_matrix(W, name) for W, name in ((W_Q, "W_Q"), (W_K, "W_K")))
     for W in (W_Q, W_K):
         if isinstance(W, str):
@@ -155,31 +173,35 @@ def check_previous_position_layer(W_Q, W_K, W_V) -> Feedback:
     if isinstance(scores, str):
         return Feedback(False, scores)
     A, B = scores
-    first = next((i for i in (0, 1) if not (B.eval(i) <= 0 and A.eval(i) + B.eval(i) < 0)),
-                 None)
+    first = next((i for i in range(offset + 1)  # t = 0: j (A(i) + B(i) j) < 0 for j >= 1
+                  if not (B.eval(i) <= 0 and A.eval(i) + B.eval(i) < 0)), None)
     if first is None:
-        i = A.gen
-        later = [_first_nonpositive(-A - B * (2 * i - 1), 2),   # beats t + 1
-                 _first_nonpositive(A + B * (2 * i - 3), 2)]    # beats t - 1
+        t = A.gen - offset
+        later = [_first_nonpositive(-A - B * (2 * t + 1), offset + 1),   # beats t + 1
+                 _first_nonpositive(A + B * (2 * t - 1), offset + 1)]    # beats t - 1
         later = [i for i in later if i is not None]
         first = min(later) if later else None
     if first is None:
-        return Feedback(True, "position i reads x_(i-1) (position 0 reads x_0) for every "
+        start = "position 0 reads" if offset == 1 else f"positions i < {offset} read"
+        return Feedback(True, f"position i reads x_(i-{offset}) ({start} x_0) for every "
                               "length n and every input x")
-    target = max(first - 1, 0)
+    target = max(first - offset, 0)
     rival = _rival(A, B, first, target)
     return Feedback(False, f"for n = {max(first, rival) + 1}, position {first} should read "
                            f"x_{target} into the fifth row, but position {rival} scores at "
                            f"least as high as position {target}")
 
 
-def check_tied_queries(W_Q_tie) -> Feedback:
+def check_tied_queries(W_Q_tie, offset: int = 1) -> Feedback:
     """Grade the tie exercise that follows Exercise 5.1 of [chiang2024esslli]: with the keys
     ``k_j = [j, j^2]`` (:data:`EXERCISE_KEYS`), the queries ``W_Q_tie: [2, 5]`` must give every
     position ``i >= 1`` exactly two maximal scores, at ``j = i - 1`` and ``j = i``, for every
-    length and input. Exact, like :func:`check_previous_position_layer`: the tie
-    ``A(i) + B(i)(2i - 1) = 0`` must hold as a polynomial identity, and ``B(i) < 0`` (the two
-    tied scores are the top of a concave parabola) at every integer ``i >= 1``."""
+    length and input; with ``offset`` (a positive int, default 1), every position
+    ``i >= offset`` at ``j = i - offset`` and ``j = i - offset + 1``. Exact, like
+    :func:`check_previous_position_layer`: with ``t = i - offset``, the tie
+    ``A(i) + B(i)(2t + 1) = 0`` must hold as a polynomial identity, and ``B(i) < 0`` (the two
+    tied scores are the top of a concave parabola) at every integer ``i >= offset``."""
+    check_int(offset, "offset", minimum=1)
     W_Q_tie = _exact_matrix(W_Q_tie, "W_Q_tie", rows=2)
     if isinstance(W_Q_tie, str):
         return Feedback(False, W_Q_tie)
@@ -187,19 +209,22 @@ def check_tied_queries(W_Q_tie) -> Feedback:
     if isinstance(scores, str):
         return Feedback(False, scores)
     A, B = scores
-    gap = A + B * (2 * A.gen - 1)  # score(i) - score(i - 1)
+    gap = A + B * (2 * (A.gen - offset) + 1)  # score(t + 1) - score(t)
     if not gap.is_zero:
-        i = next(i for i in range(1, 5) if gap.eval(i) != 0)  # a cubic has <= 3 roots
-        return Feedback(False, f"at position {i} the scores of positions {i - 1} and {i} "
-                               f"differ by {float(gap.eval(i)):.3g}: they are not tied")
-    i = _first_nonpositive(-B, 1)
+        i = next(i for i in range(offset, offset + 4) if gap.eval(i) != 0)  # <= 3 roots
+        return Feedback(False, f"at position {i} the scores of positions {i - offset} and "
+                               f"{i - offset + 1} differ by {float(gap.eval(i)):.3g}: they "
+                               "are not tied")
+    i = _first_nonpositive(-B, offset)
     if i is not None:  # B(i) >= 0: the tie sits at the bottom of the parabola, or it is flat
-        rival = i - 2 if i >= 2 else i + 1
+        t = i - offset
+        rival = t - 1 if t >= 1 else t + 2
         return Feedback(False, f"for n = {max(i, rival) + 1}, the tied scores of positions "
-                               f"{i - 1} and {i} at position {i} are not the largest: "
+                               f"{t} and {t + 1} at position {i} are not the largest: "
                                f"position {rival} scores at least as high")
-    return Feedback(True, "every position i >= 1 has exactly two maximal scores, at i - 1 and "
-                          "i, for every length n and every input x")
+    later = "i" if offset == 1 else f"i - {offset - 1}"
+    return Feedback(True, f"every position i >= {offset} has exactly two maximal scores, at "
+                          f"i - {offset} and {later}, for every length n and every input x")
 
 
 def _strings_of_every_weight(n: int, samples: int, generator: torch.Generator) -> torch.Tensor:
@@ -212,6 +237,9 @@ def _strings_of_every_weight(n: int, samples: int, generator: torch.Generator) -
     ones = torch.randint(n + 1, (samples, 1), generator=generator)
     ranks = torch.rand(samples, n, generator=generator).argsort(dim=1)
     return torch.cat([edges, (ranks < ones).long()])
+
+
+MAX_SAMPLED_LENGTH = 4096  # the longest length check_circuit_family samples strings at
 
 
 def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: str = "TC",
@@ -227,11 +255,23 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
     long for that, the strings with at most one 1 or one 0 and ``samples`` strings with a
     number of 1s uniform on ``0..n`` (seeded by ``seed``). A family is a program, so no finite
     test proves it right at every length; the longer lengths catch families that are right
-    only on the short ones."""
-    from companion.circuits import Circuit
-    from companion.languages import all_strings
+    only on the short ones. The checker's own arguments are checked first: ``lengths`` of at
+    most 20 (every input is tried), ``sampled_lengths`` of at most 4096, not both empty."""
+    from companion.circuits import CLASSES, Circuit
+    from companion.languages import MAX_ENUMERATED_LENGTH, all_strings
 
-    generator = torch.Generator().manual_seed(seed)
+    lengths = [check_int(n, "lengths", 0, MAX_ENUMERATED_LENGTH) for n in lengths]
+    sampled_lengths = [check_int(n, "sampled_lengths", 0, MAX_SAMPLED_LENGTH)
+                       for n in sampled_lengths]
+    if not lengths and not sampled_lengths:
+        raise ValueError("lengths and sampled_lengths are both empty: nothing would be checked")
+    check_callable(family, "family")
+    check_callable(language, "language")
+    check_choice(circuit_class, "circuit_class", CLASSES)
+    if max_depth is not None and not callable(max_depth):
+        check_int(max_depth, "max_depth", minimum=0)
+    samples = check_int(samples, "samples", 1, 10**6)
+    generator = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     for n in [*lengths, *sampled_lengths]:
         try:
             circuit = family(n)
@@ -289,6 +329,22 @@ def _plain_number(value, name: str):
     return float(value)
 
 
+def _checked_pair(pair):
+    """A ``(standard, scaled)`` pair of ``pairs``: two equally long 1-d sequences of at least
+    two finite scores."""
+    try:
+        standard, scaled = (torch.as_tensor(v, dtype=torch.float64) for v in pair)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"pairs must hold (standard, scaled) pairs of score lists, got "
+                        f"{pair!r}") from None
+    if standard.dim() != 1 or standard.shape != scaled.shape or len(standard) < 2:
+        raise ValueError(f"pairs: standard and scaled must be 1-d and of one length >= 2, got "
+                         f"shapes {list(standard.shape)} and {list(scaled.shape)}")
+    if not (torch.isfinite(standard).all() and torch.isfinite(scaled).all()):
+        raise ValueError("pairs: the scores must be finite")
+    return standard, scaled
+
+
 def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
                            seed: int = 0) -> Feedback:
     """Grade the paired bootstrap exercise of *Learning FIRST and PARITY*:
@@ -305,7 +361,10 @@ def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
     """
     from companion.length_generalization import bootstrap_difference
 
-    cases = [*_BOOTSTRAP_CASES, *pairs]
+    check_callable(paired_bootstrap, "paired_bootstrap")
+    samples = check_int(samples, "samples", 1, 10**7)
+    seed = check_int(seed, "seed", minimum=0)
+    cases = [*_BOOTSTRAP_CASES, *map(_checked_pair, pairs)]
     for index, (standard, scaled) in enumerate(cases):
         standard = torch.as_tensor(standard, dtype=torch.float64).cpu()
         scaled = torch.as_tensor(scaled, dtype=torch.float64).cpu()

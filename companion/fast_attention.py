@@ -15,6 +15,8 @@ numbers with two savings, each exact:
 
 import torch
 
+from companion._checks import check_float_tensor, check_number, check_same_device, check_tensor
+
 SCORE_BUDGET = 2**24  # attention scores held at once (batch * queries * keys)
 
 
@@ -22,11 +24,14 @@ def distinct_rows(rows: torch.Tensor):
     """``(distinct, which)`` with ``rows == distinct[which]`` for ``rows: [N, d]``, or
     ``(None, None)`` when finding them would cost more than it saves (``torch.unique`` over
     many rows is slow)."""
+    check_tensor(rows, "rows")
+    if rows.dim() != 2:
+        raise ValueError(f"rows must have shape [N, d], got {list(rows.shape)}")
     if bool((rows == rows[:1]).all()):
         return rows[:1], torch.zeros(rows.shape[0], dtype=torch.long, device=rows.device)
     if rows.shape[0] > 2**16:
         return None, None
-    exact = rows if rows.dtype in (torch.float32, torch.float64) else rows.float()
+    exact = rows.float() if rows.dtype in (torch.float16, torch.bfloat16) else rows
     distinct, which = torch.unique(exact, dim=0, return_inverse=True)
     return distinct.to(rows.dtype), which
 
@@ -38,7 +43,21 @@ def attend(q, k, v, scale: float, return_weights: bool = False):
     ``[B, n_q, d_v]`` and, when ``return_weights``, the attention weights ``[B, n_q, n]``
     (else ``None``).
     """
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_float_tensor(t, name, ranks=(3,))
+    check_same_device(q=q, k=k, v=v)
     B, n_q, d_k = q.shape
+    if k.shape[0] != B or k.shape[2] != d_k or v.shape[:2] != k.shape[:2]:
+        raise ValueError(f"q, k, v must have shapes [B, n_q, d_k], [B, n, d_k], [B, n, d_v], got "
+                         f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    if k.shape[1] == 0:
+        raise ValueError("k must hold at least one key (n >= 1)")
+    if q.dtype != k.dtype or k.dtype != v.dtype:
+        raise TypeError(f"q, k, v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    scale = check_number(scale, "scale")
+    if B == 0:
+        weights = q.new_zeros(0, n_q, k.shape[1]) if return_weights else None
+        return q.new_zeros(0, n_q, v.shape[2]), weights
     distinct, which = distinct_rows(q.reshape(B * n_q, d_k))
     shared = distinct is not None and distinct.shape[0] < n_q
     rows = distinct.expand(B, -1, -1) if shared else q

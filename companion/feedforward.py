@@ -7,7 +7,7 @@ of [selfattention2025chapter] §9.8.12 as its examples apply it.
 
 import torch
 
-from companion._checks import check_float_tensor
+from companion._checks import check_bool, check_dtype, check_float_tensor, check_same_device
 
 
 def feed_forward(x, W1, b1, W2, b2=None, return_hidden: bool = False):
@@ -20,6 +20,7 @@ def feed_forward(x, W1, b1, W2, b2=None, return_hidden: bool = False):
     check_float_tensor(W1, "W1", ranks=(2,))
     check_float_tensor(b1, "b1", ranks=(1,))
     check_float_tensor(W2, "W2", ranks=(2,))
+    return_hidden = check_bool(return_hidden, "return_hidden")
     d_ff, d = W1.shape
     if x.shape[-1] != d:
         raise ValueError(f"x's last dim must be W1's number of columns {d}, got {x.shape[-1]}")
@@ -32,6 +33,10 @@ def feed_forward(x, W1, b1, W2, b2=None, return_hidden: bool = False):
     check_float_tensor(b2, "b2", ranks=(1,))
     if b2.shape != (W2.shape[0],):
         raise ValueError(f"b2 must have shape [{W2.shape[0]}] (W2's rows), got {tuple(b2.shape)}")
+    check_same_device(x=x, W1=W1, b1=b1, W2=W2, b2=b2)
+    if not x.dtype == W1.dtype == W2.dtype:
+        raise TypeError(f"x, W1 and W2 must have one dtype, got {x.dtype}, {W1.dtype}, "
+                        f"{W2.dtype}")
     hidden = torch.relu(x @ W1.T + b1)
     y = hidden @ W2.T + b2
     return (y, hidden) if return_hidden else y
@@ -44,6 +49,7 @@ def two_switch_network(dtype=torch.float64):
     is unit 1 + unit 2 - 2 * unit 3 ([selfattention2025chapter] §9.8.5). Each unit is scaled so
     that it outputs exactly 1 when it fires on a corner of the unit square.
     """
+    check_dtype(dtype)
     W1 = torch.tensor([[2.0, 0.0], [0.0, 2.0], [2.0, 2.0]], dtype=dtype)
     b1 = torch.tensor([-1.0, -1.0, -3.0], dtype=dtype)
     W2 = torch.tensor([[1.0, 1.0, -2.0]], dtype=dtype)

@@ -9,16 +9,18 @@ import itertools
 
 import torch
 
-from companion._checks import check_int
+from companion._checks import check_generator, check_int
 
-MAX_ENUMERATED_LENGTH = 24  # all_strings(24) already holds 2**24 strings of 24 symbols
+MAX_ENUMERATED_LENGTH = 20  # all_strings(20) holds 2**20 strings of 20 symbols: 168 MB
+MAX_FORMULA_LEAVES = 2**16  # constants of a random formula: random_formula(16) has 2**16
 
 
 def as_strings(w, name: str = "w") -> torch.Tensor:
     """Check ``w`` and return it as a ``LongTensor[B, m]`` of 0s and 1s.
 
     ``w`` is a ``str`` over {'0', '1'} (returned as a batch of one) or an integer tensor of
-    rank 2 with ``B >= 1`` rows. Anything else raises ``TypeError`` or ``ValueError``.
+    rank 2 with ``B >= 1`` rows. Anything else raises ``TypeError`` or ``ValueError``. (The
+    symbols of a tensor on the ``meta`` device, which holds shapes only, are not checked.)
     """
     if isinstance(w, str):
         bad = sorted(set(w) - {"0", "1"})
@@ -36,7 +38,7 @@ def as_strings(w, name: str = "w") -> torch.Tensor:
         )
     if w.shape[0] == 0:
         raise ValueError(f"{name} is an empty batch (B = 0); expected at least one string")
-    if w.numel() and not bool(((w == 0) | (w == 1)).all()):
+    if w.numel() and not w.is_meta and not bool(((w == 0) | (w == 1)).all()):
         raise ValueError(f"{name} must contain only the symbols 0 and 1")
     return w.long()
 
@@ -73,12 +75,8 @@ def random_strings(batch: int, m: int, generator: torch.Generator | None = None)
     The strings are drawn on the generator's device (the CPU when ``generator`` is None, using
     PyTorch's global generator), so a seed gives the same strings whatever device runs the model.
     """
-    check_int(batch, "batch", minimum=1)
-    check_int(m, "m", minimum=0)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
-        )
+    batch, m = check_int(batch, "batch", minimum=1), check_int(m, "m", minimum=0)
+    check_generator(generator)
     where = generator.device if generator is not None else torch.device("cpu")
     return torch.randint(0, 2, (batch, m), generator=generator, device=where)
 
@@ -87,12 +85,12 @@ def all_strings(m: int) -> torch.Tensor:
     """Every string of length ``m``, in lexicographic order: ``LongTensor[2**m, m]``.
 
     Row ``k`` is ``k`` written in binary with the most significant bit first. ``m`` may be at most
-    24, so that the result fits comfortably in memory.
+    20 (168 MB), so that the result fits comfortably in memory.
     """
-    check_int(m, "m", minimum=0, maximum=MAX_ENUMERATED_LENGTH)
-    numbers = torch.arange(2**m).unsqueeze(1)
-    place_values = 2 ** torch.arange(m - 1, -1, -1)
-    return (numbers // place_values) % 2
+    m = check_int(m, "m", minimum=0, maximum=MAX_ENUMERATED_LENGTH)
+    numbers = torch.arange(2**m, dtype=torch.int32).unsqueeze(1)
+    shifts = torch.arange(m - 1, -1, -1, dtype=torch.int32)
+    return ((numbers >> shifts) & 1).long()
 
 
 # --- Boolean formulas (BFVP) -------------------------------------------------------------------
@@ -214,8 +212,10 @@ def all_formulas(depth: int) -> list[str]:
 
 def random_formula(depth: int, generator: torch.Generator | None = None) -> str:
     """A random BFVP formula whose parse tree is complete binary to ``depth`` levels of ∧/∨
-    (each subformula negated with probability 1/4), with random constants at the leaves."""
-    check_int(depth, "depth", minimum=0)
+    (each subformula negated with probability 1/4), with random constants at the leaves.
+    ``depth`` is at most 16 (65,536 constants)."""
+    depth = check_int(depth, "depth", minimum=0, maximum=MAX_FORMULA_LEAVES.bit_length() - 1)
+    check_generator(generator)
 
     def draw(high: int) -> int:
         return int(torch.randint(0, high, (1,), generator=generator))
@@ -237,8 +237,9 @@ def random_split_formula(leaves: int, generator: torch.Generator | None = None) 
 
     With ``l`` constants, ``E[sum over constants of 2^(depth of its NOT/∧/∨ path)]`` is
     ``(5/4) C(l + 3, 4) <= (5/4) l^4``, so the nesting depth exceeds ``4 log2(l) + D`` with
-    probability at most ``(5/4) 2^-D`` (Markov's inequality)."""
-    check_int(leaves, "leaves", minimum=1)
+    probability at most ``(5/4) 2^-D`` (Markov's inequality). ``leaves`` is at most 2**16."""
+    leaves = check_int(leaves, "leaves", minimum=1, maximum=MAX_FORMULA_LEAVES)
+    check_generator(generator)
     splits = torch.rand(leaves - 1, generator=generator, dtype=torch.float64).tolist()
     operators = torch.randint(0, 2, (leaves - 1,), generator=generator).tolist()
     negated = (torch.rand(2 * leaves - 1, generator=generator) < 0.25).tolist()
@@ -271,7 +272,7 @@ def _cycles(text: str, k: int) -> list[tuple[int, ...]]:
         if close < 0:
             raise ValueError(f"word: '(' at position {pos} of {text!r} is never closed")
         body = text[pos + 1:close]
-        if not body or not body.isdigit():
+        if not body or not all(digit in "0123456789" for digit in body):
             raise ValueError(f"word: malformed cycle {text[pos:close + 1]!r} at position {pos}; "
                              "write a cycle as digits in parentheses, e.g. (01234)")
         cycle = tuple(int(digit) for digit in body)
@@ -303,7 +304,7 @@ def word_problem(word, k: int = 5) -> bool:
     Letters act from left to right: the first letter is applied first. ``k`` is at most 10, so
     that each point is one digit.
     """
-    check_int(k, "k", minimum=1, maximum=10)
+    k = check_int(k, "k", minimum=1, maximum=10)
     if isinstance(word, str):
         letters = [[cycle] for cycle in _cycles(word, k)]
     elif isinstance(word, list | tuple) and all(isinstance(letter, str) for letter in word):

@@ -8,7 +8,7 @@ book/references.bib), as ``F.layer_norm`` computes it. With ``eps = 0`` a consta
 
 import torch
 
-from companion._checks import check_float_tensor, check_nonnegative
+from companion._checks import check_float_tensor, check_number, check_same_device
 
 
 def _normalize(x: torch.Tensor, eps: float, check: bool = False) -> torch.Tensor:
@@ -26,7 +26,7 @@ def _normalize(x: torch.Tensor, eps: float, check: bool = False) -> torch.Tensor
 def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> torch.Tensor:
     """Normalize ``x: [..., d]`` over its last dimension; ``gamma``, ``beta``: ``[d]`` or None."""
     check_float_tensor(x, "x", ranks=tuple(range(1, 9)))
-    check_nonnegative(eps, "eps")
+    eps = check_number(eps, "eps", minimum=0)
     d = x.shape[-1]
     for name, param in (("gamma", gamma), ("beta", beta)):
         if param is not None:
@@ -34,6 +34,7 @@ def layer_norm(x: torch.Tensor, eps: float = 1e-5, gamma=None, beta=None) -> tor
             if param.shape[0] != d:
                 raise ValueError(f"{name} must have shape [{d}] (x's last dim), "
                                  f"got {tuple(param.shape)}")
+    check_same_device(x=x, gamma=gamma, beta=beta)
     y = _normalize(x, eps, check=True)
     if gamma is not None:
         y = y * gamma
@@ -47,7 +48,7 @@ def local_stretch(x: torch.Tensor, eps: float) -> torch.Tensor:
     ``x: [B, d]``: the largest singular value of its Jacobian there, ``[B]``. Its supremum over
     all ``x`` is the Lipschitz constant, ``1/sqrt(eps)``, infinite at ``eps = 0``."""
     check_float_tensor(x, "x", ranks=(2,))
-    check_nonnegative(eps, "eps")
+    eps = check_number(eps, "eps", minimum=0)
     _normalize(x, eps, check=True)
     jacobians = torch.func.vmap(torch.func.jacrev(lambda row: _normalize(row, eps)))(x)
     return torch.linalg.matrix_norm(jacobians, ord=2)

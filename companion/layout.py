@@ -12,6 +12,9 @@ class Layout:
     """An ordered list of distinct dimension names; ``layout["name"]`` is that dimension's index."""
 
     def __init__(self, *names: str):
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"names must be strs, got {name!r}")
         if len(set(names)) != len(names):
             raise ValueError(f"dimension names must be distinct, got {names}")
         self.names = list(names)

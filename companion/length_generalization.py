@@ -33,7 +33,14 @@ from torch import nn
 from tqdm import tqdm
 
 from companion import runtime
-from companion._checks import check_choice, check_int, check_positive
+from companion._checks import (
+    check_choice,
+    check_device,
+    check_generator,
+    check_int,
+    check_number,
+    check_tensor,
+)
 from companion.training import SCORE_BUDGET, VARIANTS, encoder_layer, stack_modules
 from companion.transformer import sinusoidal_position_embedding
 
@@ -56,8 +63,8 @@ def sample(task: str, batch: int, length: int, generator: torch.Generator):
     largest odd length not above it) and their classes: ``(LongTensor[B, length],
     LongTensor[B])``."""
     check_choice(task, "task", tuple(TASKS))
-    check_int(batch, "batch", minimum=1)
-    check_int(length, "length", minimum=1)
+    batch, length = check_int(batch, "batch", minimum=1), check_int(length, "length", minimum=1)
+    check_generator(generator)
     if task == "modular_arithmetic":
         return _arithmetic(batch, length - 1 + length % 2, generator)
     tokens = torch.randint(TASKS[task].vocab, (batch, length), generator=generator)
@@ -92,6 +99,13 @@ class Classifier(nn.Module):
                  eps: float = 1e-5):
         super().__init__()
         check_choice(task, "task", tuple(TASKS))
+        d = check_int(d, "d", minimum=1)
+        heads = check_int(heads, "heads", minimum=1)
+        layers = check_int(layers, "layers", minimum=1)
+        eps = check_number(eps, "eps", minimum=0)
+        if d % heads:
+            raise ValueError(f"d must be a multiple of heads, "
+                             f"got d = {d} and heads = {heads}")
         # token ids 0..vocab-1, and vocab for the output token
         self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)
         layer = nn.TransformerEncoderLayer(
@@ -103,13 +117,27 @@ class Classifier(nn.Module):
         self.output_token = TASKS[task].vocab
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Class logits ``[B, classes]`` of ``tokens: LongTensor[B, L]``."""
+        """Class logits ``[B, classes]`` of ``tokens: LongTensor[B, L]``
+        (``L = 0`` allowed)."""
+        _check_tokens(tokens, self.output_token)
         x = _embed(self.embedding.weight, tokens, self.output_token)
         return self.output(self.encoder(x)[:, -1])
 
 
+def _check_tokens(tokens, vocab: int) -> None:
+    """``tokens`` must be a ``LongTensor[B, L]`` of ids ``0..vocab-1``."""
+    check_tensor(tokens, "tokens")
+    if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.dim() != 2:
+        raise TypeError(f"tokens must be a LongTensor[B, L], got dtype {tokens.dtype} and "
+                        f"shape {list(tokens.shape)}")
+    if bool(((tokens < 0) | (tokens >= vocab)).any()):
+        raise ValueError(f"tokens must hold ids 0..{vocab - 1} (the task's input tokens)")
+
+
 def _embed(embedding: torch.Tensor, tokens: torch.Tensor, output_token: int) -> torch.Tensor:
-    symbols = torch.cat([tokens, torch.full_like(tokens[:, :1], output_token)], dim=1)
+    output = torch.full((tokens.shape[0], 1), output_token, dtype=tokens.dtype,
+                        device=tokens.device)
+    symbols = torch.cat([tokens, output], dim=1)
     n, d = symbols.shape[1], embedding.shape[1]
     return embedding[symbols] + sinusoidal_position_embedding(n, d).to(embedding)
 
@@ -139,6 +167,18 @@ class Benchmark:
     lengths: list
     max_train_length: int
     accuracy: torch.Tensor
+
+    def __post_init__(self):
+        check_choice(self.task, "task", tuple(TASKS))
+        for name in ("seeds", "variants", "lengths"):
+            if not isinstance(getattr(self, name), list | tuple):
+                raise TypeError(f"{name} must be a list, got {type(getattr(self, name)).__name__}")
+        check_int(self.max_train_length, "max_train_length", minimum=1)
+        check_tensor(self.accuracy, "accuracy")
+        shape = (len(self.seeds), len(self.variants), len(self.lengths))
+        if tuple(self.accuracy.shape) != shape:
+            raise ValueError(f"accuracy has shape {tuple(self.accuracy.shape)}, expected "
+                             f"{shape} (seeds, variants, lengths)")
 
     def _mean(self, longer: bool) -> torch.Tensor:
         columns = [i for i, length in enumerate(self.lengths)
@@ -177,12 +217,10 @@ def load(path) -> Benchmark:
     if not isinstance(fields, dict) or set(fields) != expected:
         raise ValueError(f"{path} does not hold a saved Benchmark: expected the fields "
                          f"{sorted(expected)}")
-    check_choice(fields["task"], "task", tuple(TASKS))
-    accuracy = torch.tensor(fields["accuracy"], dtype=torch.float64)
-    shape = (len(fields["seeds"]), len(fields["variants"]), len(fields["lengths"]))
-    if accuracy.shape != shape:
-        raise ValueError(f"{path}: accuracy has shape {tuple(accuracy.shape)}, expected "
-                         f"{shape} (seeds, variants, lengths)")
+    try:
+        accuracy = torch.tensor(fields["accuracy"], dtype=torch.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: accuracy must be a nested list of numbers") from error
     return Benchmark(fields["task"], fields["seeds"], tuple(fields["variants"]),
                      fields["lengths"], fields["max_train_length"], accuracy)
 
@@ -196,19 +234,22 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
     ``max_train_length`` make the score, the others measure in-distribution accuracy). Both
     variants of a seed start from the same weights and see the same strings."""
     check_choice(task, "task", tuple(TASKS))
-    seeds, lengths = list(seeds), list(lengths)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
+    seeds = [check_int(seed, "every seed", minimum=0, maximum=2**63 - 2) for seed in seeds]
+    lengths = list(lengths)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError("seeds must name at least one seed, each once")
+    if not lengths:
+        raise ValueError("lengths must name at least one test length")
     for name, value in (("steps", steps), ("batch", batch), ("test_batch", test_batch),
                         ("max_train_length", max_train_length), ("d", d), ("heads", heads),
                         ("layers", layers)):
         check_int(value, name, minimum=1)
     for length in lengths:
         check_int(length, "every length", minimum=1)
-    check_positive(lr, "lr")
+    check_number(lr, "lr", above=0)
     if d % heads:
         raise ValueError(f"d must be a multiple of heads, got d = {d} and heads = {heads}")
-    device = runtime.device() if device is None else torch.device(device)
+    device = check_device(device) or runtime.device()
     models = [(seed, variant) for seed in seeds for variant in VARIANTS]
     params = stack_modules(lambda: Classifier(task, d, heads, layers),
                            [seed for seed, _ in models], device=device)
@@ -253,14 +294,16 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
 def bootstrap_difference(before, after, samples: int = 1000,
                          generator: torch.Generator | None = None):
     """The mean of ``after - before`` over paired runs (``[runs]`` each) and a 95% percentile
-    bootstrap interval for it, resampling the runs with replacement: ``(mean, low, high)``."""
+    bootstrap interval for it, resampling the runs with replacement: ``(mean, low, high)``.
+    ``samples`` is at most ``10**7``."""
     before = torch.as_tensor(before, dtype=torch.float64).cpu()
     after = torch.as_tensor(after, dtype=torch.float64).cpu()
     if before.dim() != 1 or before.shape != after.shape or len(before) < 1:
         raise ValueError("before and after must be equally long 1-d sequences of runs, got "
                          f"shapes {tuple(before.shape)} and {tuple(after.shape)}")
     difference = after - before
-    check_int(samples, "samples", minimum=1)
+    samples = check_int(samples, "samples", minimum=1, maximum=10**7)
+    check_generator(generator)
     picks = torch.randint(len(difference), (samples, len(difference)), generator=generator)
     means = difference[picks].mean(dim=1).numpy()
     low, high = np.percentile(means, [2.5, 97.5])
@@ -276,6 +319,12 @@ def summary(benchmarks, samples: int = 1000, generator: torch.Generator | None =
     bootstrap interval (:func:`bootstrap_difference` with ``samples`` and ``generator``)."""
     import pandas as pd  # on first use only, like companion.tables
 
+    if not isinstance(benchmarks, list | tuple):
+        raise TypeError(f"benchmarks must be a list of Benchmarks, got "
+                        f"{type(benchmarks).__name__}")
+    tasks = [result.task if isinstance(result, Benchmark) else None for result in benchmarks]
+    if None in tasks or len(set(tasks)) != len(tasks):
+        raise ValueError(f"benchmarks must be Benchmarks of distinct tasks, got {tasks}")
     rows = {}
     for result in benchmarks:
         fit, score = result.in_distribution.double(), result.score.double()

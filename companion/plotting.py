@@ -17,6 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from companion._checks import check_number
+
 # The smallest text a figure shows a reader, in CSS pixels (1 pt = 4/3 px): :func:`show` never
 # lets a panel shrink below the size at which its smallest text is this large.
 SMALLEST_TEXT_PX = 10
@@ -140,9 +142,12 @@ def plot_attention(A, labels=None, ax=None, title=None, decimals=3):
     Rows are query positions (who attends), columns key positions (attended to); ``labels`` names
     the positions (the same for rows and columns).
     """
-    if torch.as_tensor(A).dim() != 2:
-        raise ValueError(f"A must be a matrix [n_queries, n_keys], got shape "
-                         f"{tuple(torch.as_tensor(A).shape)}")
+    if not isinstance(A, torch.Tensor | np.ndarray | list) or torch.as_tensor(A).dim() != 2:
+        raise ValueError(f"A must be a matrix [n_queries, n_keys] of attention weights, got "
+                         f"{type(A).__name__}")
+    weights = torch.as_tensor(A).double()
+    if weights.numel() and not bool(((weights >= -1e-9) & (weights <= 1 + 1e-9)).all()):
+        raise ValueError("A must hold attention weights in [0, 1]")
     axis_labels = ("key position j (attended to)", "query position i (attending)",
                    "attention weight $a_{ij}$")
     ax, A = _heat_map(A, ax, (4.5, 3.5), axis_labels, title, cmap="Blues", vmin=0.0, vmax=1.0)
@@ -246,6 +251,13 @@ _GATE_LABELS = {"AND": "∧", "OR": "∨", "NOT": "¬", "MAJORITY": "MAJ"}
 def plot_circuit(circuit, ax=None, input_names=None, title=None):
     """Draw a :class:`~companion.circuits.Circuit` as in 004: inputs at the bottom, each gate
     one row above its deepest input, the output (highlighted) at the top."""
+    from companion.circuits import Circuit  # the figures load no model code until asked
+
+    if not isinstance(circuit, Circuit) or circuit.output is None or not circuit.n_nodes:
+        raise ValueError("circuit must be a Circuit with nodes and an output (set_output)")
+    if input_names is not None and len(input_names) != circuit.n_inputs:
+        raise ValueError(f"input_names must name the {circuit.n_inputs} inputs, "
+                         f"got {len(input_names)}")
     depth = circuit.depths()
     layers: dict[int, list[int]] = {}
     for node, level in enumerate(depth):
@@ -316,6 +328,11 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
     looks the same in every panel."""
     ax = _axes(ax)
     losses = torch.as_tensor(losses).detach().cpu().double()
+    target = check_number(target, "target")
+    if losses.dim() != 2 or len(names) != losses.shape[1] or len(steps) != losses.shape[0]:
+        raise ValueError(f"losses must be [records, K] with len(steps) = records and "
+                         f"len(names) = K, got losses {list(losses.shape)}, {len(steps)} steps "
+                         f"and {len(names)} names")
     excess = (losses - target).clamp_min(1e-8).numpy()
     for name in dict.fromkeys(names):
         columns = [k for k, other in enumerate(names) if other == name]

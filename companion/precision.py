@@ -34,15 +34,15 @@ import numpy as np
 import torch
 
 from companion import runtime
+from companion._checks import check_device, check_dtype, check_int, check_number
 
 U64 = 2.0**-53
+MAX_GUARANTEED_LENGTH = 10**8  # parity_guaranteed_length holds a few arrays of up_to numbers
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
     """``u = eps / 2`` for a floating-point ``dtype`` (float32: ``2**-24``)."""
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
-    return torch.finfo(dtype).eps / 2
+    return torch.finfo(check_dtype(dtype)).eps / 2
 
 
 def _gamma(j, u):
@@ -54,14 +54,15 @@ def _gamma(j, u):
 
 def _attention_weights(n, c):
     """Layer 2's exact weights for ``n`` positions: the two heads' differences at odd and at
-    even positions (``Delta``) and the largest single weight ``A``."""
-    odd, even = np.floor(n / 2), np.ceil(n / 2)
-    z1 = odd * np.exp(c) + even * np.exp(-c)  # head 1 prefers odd positions
-    z2 = odd * np.exp(-c) + even * np.exp(c)  # head 2 prefers even positions
-    delta_odd = np.exp(c) / z1 - np.exp(-c) / z2
-    delta_even = np.exp(c) / z2 - np.exp(-c) / z1
+    even positions (``Delta``) and the largest single weight ``A``. Numerator and denominator
+    are divided by ``e^c``, so that no ``exp`` overflows at large ``c``."""
+    odd, even, t = np.floor(n / 2), np.ceil(n / 2), np.exp(-2 * c)
+    z1 = odd + even * t  # head 1 prefers odd positions: its normalizer over e^c
+    z2 = odd * t + even  # head 2 prefers even positions
+    delta_odd = 1 / z1 - t / z2
+    delta_even = 1 / z2 - t / z1
     return np.minimum(delta_odd, delta_even), np.maximum(delta_odd, delta_even), \
-        np.exp(c) / np.minimum(z1, z2)
+        1 / np.minimum(z1, z2)
 
 
 def parity_rounding_bounds(n, dtype: torch.dtype, c: float = 1.0) -> dict:
@@ -76,9 +77,11 @@ def parity_rounding_bounds(n, dtype: torch.dtype, c: float = 1.0) -> dict:
     * ``"margin"``: a lower bound on ``|Delta_k| (1 - |E|)`` minus everything rounding can add
       against it; positive means every string with ``n`` positions is classified correctly.
     """
-    u = unit_roundoff(dtype)
+    u, c = unit_roundoff(dtype), check_number(c, "c", above=0)
+    if isinstance(n, str) or np.asarray(n).dtype.kind not in "iuf":
+        raise TypeError(f"n must be an int or an array of ints, got {type(n).__name__}")
     n = np.asarray(n, dtype=np.float64)
-    if np.any(n < 2) or np.any(n != np.round(n)):
+    if not np.all(np.isfinite(n)) or np.any(n < 2) or np.any(n != np.round(n)):
         raise ValueError("n must hold integers >= 2 (positions, CLS included)")
     g2, k = _gamma(2, u), n - 1
     p = -np.log2(u)  # precision in bits
@@ -109,7 +112,9 @@ def parity_rounding_bounds(n, dtype: torch.dtype, c: float = 1.0) -> dict:
 def parity_guaranteed_length(dtype: torch.dtype, c: float = 1.0, up_to: int = 10**7) -> int:
     """The largest ``n <= up_to`` (positions, CLS included) such that, by
     :func:`parity_rounding_bounds`, ``parity_transformer(c)`` in ``dtype`` classifies every
-    string of every length ``2..n`` correctly, on any device and in any summation order."""
+    string of every length ``2..n`` correctly, on any device and in any summation order.
+    ``up_to`` is at least 2 and at most ``10**8``."""
+    up_to = check_int(up_to, "up_to", minimum=2, maximum=MAX_GUARANTEED_LENGTH)
     ns = np.arange(2, up_to + 1)
     failing = np.flatnonzero(parity_rounding_bounds(ns, dtype, c)["margin"] <= 0)
     return int(ns[failing[0]] - 1) if failing.size else int(up_to)
@@ -126,9 +131,8 @@ def parity_spike_probe(m: int, dtype: torch.dtype, c: float = 1.0,
     Runs on ``device`` (default :func:`companion.runtime.device`)."""
     from companion.constructions import PARITY_LAYOUT, parity_transformer
 
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ValueError(f"m must be an int >= 1, got {m!r}")
-    device = torch.device(device) if device is not None else runtime.device()
+    m, dtype = check_int(m, "m", minimum=1), check_dtype(dtype)
+    device = check_device(device) or runtime.device()
     with torch.no_grad():
         model = parity_transformer(c).to(device=device, dtype=dtype)
         _, trace = model(torch.ones(1, m, dtype=torch.long, device=device), record=True)

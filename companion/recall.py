@@ -33,7 +33,15 @@ from dataclasses import dataclass
 
 import torch
 
-from companion._checks import check_choice, check_int, check_nonnegative
+from companion._checks import (
+    check_bool,
+    check_choice,
+    check_device,
+    check_generator,
+    check_int,
+    check_number,
+    check_tensor,
+)
 from companion.runtime import device as default_device
 from companion.runtime import generator as runtime_generator
 
@@ -76,8 +84,9 @@ _VARIANT_NAMED = dict(zip(MODEL_NAMES, VARIANTS, strict=True))
 
 def bayes_loss(alpha: float) -> float:
     """The entropy ``-alpha ln alpha - (1 - alpha) ln(1 - alpha)`` in nats (0 at ``alpha = 0``):
-    the smallest expected loss any predictor can reach on the noisy task."""
-    check_nonnegative(alpha, "alpha")
+    the smallest expected loss any predictor can reach on the noisy task. ``alpha`` lies in
+    ``[0, 1)``, as for :class:`RecallTask`."""
+    alpha = check_number(alpha, "alpha", minimum=0, below=1)
     return -sum(p * math.log(p) for p in (alpha, 1 - alpha) if p > 0)
 
 
@@ -102,9 +111,7 @@ class RecallTask:
                 f"vocab_size must leave at least one filler word beside the {self.n_triggers} "
                 f"triggers and {self.n_outputs} outputs, so be >= "
                 f"{self.n_triggers + self.n_outputs + 1}; got {self.vocab_size}")
-        check_nonnegative(self.alpha, "alpha")
-        if not self.alpha < 1:
-            raise ValueError(f"alpha must lie in [0, 1), got {self.alpha}")
+        check_number(self.alpha, "alpha", minimum=0, below=1)
         check_int(self.length, "length", minimum=5 if self.alpha > 0 else 3)
 
     @property
@@ -127,12 +134,16 @@ class RecallTask:
         """``(tokens LongTensor[batch, length], target LongTensor[batch])``.
 
         ``ood=True`` draws the output word of each sentence from the fillers (words outside
-        triggers and outputs), as in Theorems 3.3 and 5.5. ``stratified=True`` cycles the
-        trigger and output word through all pairs instead of drawing them, so that a batch of a
-        multiple of ``n_triggers * n_outputs`` sentences gives the population gradient exactly
+        triggers and outputs), as in Theorems 3.3 and 5.5, and the other fillers of that
+        sentence uniformly from the rest, so that its output word occurs only in its bigram.
+        ``stratified=True`` cycles the trigger and output word through all pairs instead of
+        drawing them, so that a batch of a multiple of ``n_triggers * n_outputs`` sentences
+        gives the population gradient exactly
         (every sentence here has one ``(q, y)`` bigram). ``before_query`` fixes the filler just
         before the final trigger (the instance of Theorem 3.4)."""
-        check_int(batch, "batch", minimum=1)
+        batch = check_int(batch, "batch", minimum=1)
+        check_generator(generator)
+        ood, stratified = check_bool(ood, "ood"), check_bool(stratified, "stratified")
         Q, n_out, H = self.n_triggers, self.n_outputs, self.length
         fillers = torch.arange(Q + n_out, self.vocab_size)
         if before_query is not None and before_query not in fillers.tolist():
@@ -145,10 +156,11 @@ class RecallTask:
             q = torch.randint(Q, (batch,), generator=generator)
             pick = torch.randint(n_out if not ood else len(fillers), (batch,), generator=generator)
         y = fillers[pick] if ood else Q + pick
-        tokens = fillers[torch.randint(len(fillers), (batch, H), generator=generator)]
-        if ood:  # the fillers around an OOD bigram avoid its output word
-            clash = tokens == y[:, None]
-            tokens[clash] = fillers[(pick[:, None].expand_as(tokens)[clash] + 1) % len(fillers)]
+        if ood:  # uniform over the fillers other than the OOD output word
+            drawn = torch.randint(len(fillers) - 1, (batch, H), generator=generator)
+            tokens = fillers[drawn + (drawn >= pick[:, None]).long()]
+        else:
+            tokens = fillers[torch.randint(len(fillers), (batch, H), generator=generator)]
         if before_query is not None:
             tokens[:, H - 2] = before_query
         last_start = H - 3 if before_query is None else H - 4  # a bigram's first position
@@ -177,14 +189,19 @@ class RecallTask:
     def output_word(self, tokens: torch.Tensor) -> torch.Tensor:
         """``y`` of each sentence, ``LongTensor[B]``: the word after an earlier occurrence of
         the final trigger that is not ``tau`` (-1 where there is none)."""
-        after_q, following = self._after_trigger(torch.as_tensor(tokens))
+        after_q, following = self._after_trigger(_check_tokens(tokens, "tokens", ranks=(2,)))
         return torch.where(after_q & (following != self.noise), following, -1).amax(dim=1)
 
     def conditions(self, tokens: torch.Tensor, target: torch.Tensor, ood: bool = False):
         """Conditions (I)-(IV) of Definition 2.1 (and a well-formed target) for each sentence:
         a dict of ``BoolTensor[B]``. ``y`` is read off the sentence as the word after ``q``
         that is not ``tau``; with ``ood=True`` it must be a filler instead of an output word."""
-        tokens, target = torch.as_tensor(tokens), torch.as_tensor(target)
+        tokens = _check_tokens(tokens, "tokens", ranks=(2,))
+        target = _check_tokens(target, "target", ranks=(1,))
+        if target.shape[0] != tokens.shape[0]:
+            raise ValueError(f"target must have one entry per sentence ({tokens.shape[0]}), "
+                             f"got {target.shape[0]}")
+        ood = check_bool(ood, "ood")
         Q, n_out, tau = self.n_triggers, self.n_outputs, self.noise
         q, previous = tokens[:, -1], tokens[:, :-1]
         after_q, following = self._after_trigger(tokens)
@@ -214,6 +231,17 @@ class RecallTask:
                 raise ValueError(f"sentence {bad} violates condition {name!r}")
 
 
+def _check_tokens(tokens, name: str, ranks: tuple[int, ...]) -> torch.Tensor:
+    """``tokens`` as an integer tensor whose rank is one of ``ranks``."""
+    check_tensor(tokens, name)
+    if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+        raise TypeError(f"{name} must be a LongTensor of token ids, got dtype {tokens.dtype}")
+    if tokens.dim() not in ranks or tokens.shape[-1] == 0:
+        raise ValueError(f"{name} must be a non-empty tensor of rank "
+                         f"{' or '.join(map(str, ranks))}, got shape {list(tokens.shape)}")
+    return tokens
+
+
 class RecallModels(torch.nn.Module):
     """Several one-layer models (1), ``names`` x ``seeds``, evaluated in one computation.
 
@@ -226,15 +254,25 @@ class RecallModels(torch.nn.Module):
     def __init__(self, task: RecallTask, names=MODEL_NAMES, seeds=(0,), init_std: float = 0.02,
                  fixed_gamma: float | None = None, device=None):
         super().__init__()
+        if not isinstance(task, RecallTask):
+            raise TypeError(f"task must be a RecallTask, got {type(task).__name__}")
         if isinstance(names, str | Variant):
             names = (names,)
+        if not names:
+            raise ValueError("names must name at least one model")
+        seeds = [check_int(seed, "every seed", minimum=0) for seed in seeds]
+        if not seeds:
+            raise ValueError("seeds must hold at least one seed")
+        init_std = check_number(init_std, "init_std", minimum=0)
+        if fixed_gamma is not None:
+            fixed_gamma = check_number(fixed_gamma, "fixed_gamma")
         variants = []
         for name in names:
             if not isinstance(name, Variant):
                 check_choice(name, "names", MODEL_NAMES)
                 name = _VARIANT_NAMED[name]
             variants.append(name)
-        self.task, self.device = task, torch.device(device or default_device())
+        self.task, self.device = task, check_device(device) or default_device()
         self.fixed_gamma, self.init_std = fixed_gamma, init_std
         self.variants = [variant for _ in seeds for variant in variants]
         self.names = [variant.name for variant in self.variants]
@@ -311,6 +349,14 @@ class RecallModels(torch.nn.Module):
         """Logits ``(xi_A, xi_F)``, each ``[K, B, n_classes]``, for ``tokens`` of shape
         ``[B, H]`` (the same sentences for every model) or ``[K, B, H]``."""
         task = self.task
+        _check_tokens(tokens, "tokens", ranks=(2, 3))
+        if tokens.dim() == 3 and tokens.shape[0] != len(self.names):
+            raise ValueError(f"tokens of shape [K, B, H] need K = {len(self.names)} (the "
+                             f"models), got {list(tokens.shape)}")
+        highest = task.noise if task.alpha > 0 else task.vocab_size - 1
+        if bool(((tokens < 0) | (tokens > highest)).any()):
+            raise ValueError(f"tokens must hold ids 0..{highest} (the noise token {task.noise} "
+                             "only when alpha > 0)")
         if tokens.dim() == 2:
             tokens = tokens.expand(len(self.names), *tokens.shape)
         tokens = tokens.to(self.device)
@@ -350,6 +396,12 @@ class RecallModels(torch.nn.Module):
         xi_A, xi_F = self(tokens)
         log_p = (xi_A + xi_F).log_softmax(dim=-1)  # [K, B, n_classes]
         if target is not None:
+            _check_tokens(target, "target", ranks=(1, 2))
+            if target.shape[-1] != log_p.shape[1] or bool(
+                    ((target < 0) | (target >= self.task.n_classes)).any()):
+                raise ValueError(f"target must hold one class id in 0..{self.task.n_classes - 1} "
+                                 f"per sentence ({log_p.shape[1]}), got shape "
+                                 f"{list(target.shape)}")
             target = target.to(self.device).expand(log_p.shape[:2])
             return -log_p.gather(2, target[..., None])[..., 0].mean(dim=1)
         y = self.task.output_word(tokens.flatten(0, -2)).view(tokens.shape[:-1])
@@ -365,6 +417,7 @@ class RecallModels(torch.nn.Module):
     def normalized_step(self, loss_per_model: torch.Tensor, lr: float) -> None:
         """One step of normalized gradient descent (eq. 3) for every model: each model moves
         its own parameters by ``lr`` along its negative gradient, normalized to unit length."""
+        lr = check_number(lr, "lr", minimum=0)
         grads = torch.autograd.grad(loss_per_model.sum(), list(self.values), allow_unused=True)
         by_tensor = {id(p): g for p, g in zip(self.values, grads, strict=True)}
         with torch.no_grad():
@@ -425,12 +478,8 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
         raise TypeError(f"models must be a RecallModels, got {type(models).__name__}")
     check_int(steps, "steps", minimum=1)
     check_int(eval_every, "eval_every", minimum=1)
-    check_nonnegative(lr, "lr")
-    if not math.isfinite(lr):
-        raise ValueError(f"lr must be finite, got {lr}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+    check_number(lr, "lr", minimum=0)
+    check_generator(generator)
     if data is not None:
         _check_sentences(data, "data", target_required=True)
     check_int(batch, "batch", minimum=1, maximum=None if data is None else len(data[1]))
@@ -472,6 +521,8 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
 def estimate_gamma(target: torch.Tensor, task: RecallTask) -> float:
     """Algorithm 1's ``gamma_hat = ln(alpha_hat / (1 - alpha_hat))``, with ``alpha_hat`` the
     share of targets that are ``tau``."""
+    if not isinstance(task, RecallTask):
+        raise TypeError(f"task must be a RecallTask, got {type(task).__name__}")
     alpha_hat = (torch.as_tensor(target) == task.noise).double().mean().item()
     if not 0 < alpha_hat < 1:
         raise ValueError(f"target: the share of noise targets must lie in (0, 1), got {alpha_hat}")

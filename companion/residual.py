@@ -17,7 +17,13 @@ for ``draws`` independent stacks at once, as one batch.
 
 import torch
 
-from companion._checks import check_choice, check_int, check_nonnegative
+from companion._checks import (
+    check_choice,
+    check_generator,
+    check_int,
+    check_number,
+    check_tensor,
+)
 from companion.layernorm import layer_norm
 
 KINDS = ("plain", "residual", "post-norm", "pre-norm")
@@ -27,12 +33,14 @@ def random_stack(depth: int, sigma: float, d: int = 16, draws: int = 1000,
                  generator: torch.Generator | None = None) -> torch.Tensor:
     """``depth`` layers for each of ``draws`` stacks: ``[depth, draws, d, d]``, each matrix
     ``sigma`` times an orthogonal matrix drawn uniformly (the Q of a Gaussian matrix's QR
-    decomposition, with its signs fixed), float64."""
-    check_int(depth, "depth", minimum=1)
-    check_int(d, "d", minimum=2)
-    check_int(draws, "draws", minimum=1)
-    if check_nonnegative(sigma, "sigma") == 0:
-        raise ValueError("sigma must be > 0")
+    decomposition, with its signs fixed), float64. ``depth * draws * d**2`` is at most
+    ``2**27``."""
+    depth, d = check_int(depth, "depth", minimum=1), check_int(d, "d", minimum=2)
+    draws, sigma = check_int(draws, "draws", minimum=1), check_number(sigma, "sigma", above=0)
+    check_generator(generator)
+    if depth * draws * d * d > 2**27:
+        raise ValueError(f"depth * draws * d**2 must be <= 2**27 (1 GiB of float64), got depth "
+                         f"= {depth}, draws = {draws}, d = {d}")
     gaussian = torch.randn(depth, draws, d, d, generator=generator, dtype=torch.float64)
     q, r = torch.linalg.qr(gaussian)
     return sigma * q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1)).unsqueeze(-2)
@@ -63,8 +71,13 @@ def signal_and_gradient(W: torch.Tensor, kind: str, generator: torch.Generator |
     are independent draws, so the top ``L`` layers are a stack of depth ``L`` like any other.)
     """
     check_choice(kind, "kind", KINDS)
-    if W.dim() != 4 or W.shape[-1] != W.shape[-2]:
-        raise ValueError(f"W must have shape [depth, draws, d, d], got {tuple(W.shape)}")
+    check_tensor(W, "W")
+    check_generator(generator)
+    if not W.is_floating_point():
+        raise TypeError(f"W must have a floating-point dtype, got {W.dtype}")
+    if W.dim() != 4 or W.shape[-1] != W.shape[-2] or min(W.shape) < 1 or W.shape[-1] < 2:
+        raise ValueError(f"W must have shape [depth, draws, d, d] with d >= 2, "
+                         f"got {tuple(W.shape)}")
     depth, draws, d, _ = W.shape
 
     def unit_rms(v):  # rows rescaled to |v|^2 / d = 1

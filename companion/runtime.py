@@ -21,6 +21,8 @@ import textwrap
 import numpy as np
 import torch
 
+from companion._checks import check_device, check_int
+
 SCALES = ("quick", "full")
 
 
@@ -28,22 +30,14 @@ def device() -> torch.device:
     """The device to compute on: ``COMPANION_DEVICE`` if set, else CUDA if present, else CPU."""
     requested = os.environ.get("COMPANION_DEVICE")
     if requested:
-        try:
-            chosen = torch.device(requested)
-        except RuntimeError as error:
-            raise ValueError(
-                f"COMPANION_DEVICE={requested!r} is not a torch device name such as 'cpu' or 'cuda'"
-            ) from error
-        if chosen.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"COMPANION_DEVICE={requested!r} asks for CUDA, but none is available")
-        return chosen
+        return check_device(requested, "COMPANION_DEVICE")
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def describe_device(where: torch.device | None = None) -> str:
     """A short description of a device (default :func:`device`) for printed measurements, such
     as ``"cuda (NVIDIA H100 80GB HBM3)"`` or ``"cpu (AMD EPYC 7B13, 2 threads)"``."""
-    where = torch.device(where) if where is not None else device()
+    where = check_device(where, "where") or device()
     if where.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(where)})"
     model = platform.processor() or platform.machine()
@@ -81,10 +75,7 @@ def scale() -> str:
 def effective_seed(seed: int) -> int:
     """``seed`` shifted by ``BOOK_SEED`` (``seed + 1_000_003 * BOOK_SEED`` modulo ``2**32``;
     ``seed`` itself when ``BOOK_SEED`` is unset or 0), so that distinct seeds stay distinct."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if not 0 <= seed < 2**32:
-        raise ValueError(f"seed must lie in [0, 2**32), got {seed}")
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     requested = os.environ.get("BOOK_SEED", "0")
     try:
         shift = int(requested)

@@ -79,10 +79,12 @@ def to_torch(encoder: Encoder) -> TorchEncoder:
     is rescaled, and without layer normalization the width is padded with zero dimensions to a
     multiple of the number of heads. Log-length scaling has no counterpart there.
     """
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"encoder must be an Encoder, got {type(encoder).__name__}")
     if encoder.log_length:
         raise ValueError("log-length scaled attention has no counterpart in nn.MultiheadAttention")
     d = encoder.d
-    heads = max(layer.W_Q.shape[0] for layer in encoder.layers)
+    heads = max((layer.W_Q.shape[0] for layer in encoder.layers), default=1)
     width = d if d % heads == 0 else d + heads - d % heads
     if width != d and encoder.layernorm:
         raise ValueError(f"d = {d} is not a multiple of {heads} heads, and zero "

@@ -35,8 +35,15 @@ from torch import nn
 from tqdm import tqdm
 
 from companion import runtime
-from companion._checks import check_choice, check_int, check_positive
-from companion.languages import first, parity, random_strings
+from companion._checks import (
+    check_callable,
+    check_choice,
+    check_device,
+    check_dtype,
+    check_int,
+    check_number,
+)
+from companion.languages import as_strings, first, parity, random_strings
 from companion.transformer import CLS
 
 LANGUAGES = {"first": first, "parity": parity}
@@ -49,6 +56,8 @@ def position_features(language: str, n: int) -> torch.Tensor:
     """The fixed position features of the exact solution for ``language`` at positions
     ``0..n-1`` (position 0 is CLS): ``[n, 1]`` holding ``[i=1]`` for FIRST, ``[n, 2]`` holding
     ``i/n`` and ``cos(i pi)`` for PARITY."""
+    check_choice(language, "language", tuple(LANGUAGES))
+    n = check_int(n, "n", minimum=1)
     i = torch.arange(n, dtype=torch.float64)
     if language == "first":
         return (i == 1).double().unsqueeze(1)
@@ -61,9 +70,10 @@ def token_types(language: str, w: torch.Tensor):
     symbol, position features and the log of how many positions hold it (``-inf`` when none).
 
     For FIRST, ``T = 4`` types: CLS, the first symbol, 0s after it, 1s after it. For PARITY,
-    ``T = m + 1``: every position is its own type, CLS first.
+    ``T = m + 1``: every position is its own type, CLS first. ``w`` may be a str.
     """
     check_choice(language, "language", tuple(LANGUAGES))
+    w = as_strings(w)
     B, m = w.shape
     if m < 1:
         raise ValueError("w must hold strings of length >= 1")
@@ -90,6 +100,12 @@ class Recognizer(nn.Module):
                  eps: float = 1e-5):
         super().__init__()
         check_choice(language, "language", tuple(LANGUAGES))
+        d = check_int(d, "d", minimum=1)
+        d_ff = check_int(d_ff, "d_ff", minimum=1)
+        eps = check_number(eps, "eps", minimum=0)
+        if d % HEADS[language]:
+            raise ValueError(f"d must be a multiple of the "
+                             f"{HEADS[language]} heads, got d = {d}")
         self.language = language
         self.embedding = nn.Embedding(3, d)  # symbols 0, 1, CLS
         n_features = position_features(language, 2).shape[1]
@@ -102,8 +118,8 @@ class Recognizer(nn.Module):
         self.output = nn.Linear(d, 1)
 
     def forward(self, w: torch.Tensor) -> torch.Tensor:
-        """The logits ``[B]`` of ``w: LongTensor[B, m]``."""
-        w = w.to(self.output.weight.device)
+        """The logits ``[B]`` of ``w: LongTensor[B, m]`` (or a str)."""
+        w = as_strings(w).to(self.output.weight.device)
         cls = torch.full((w.shape[0], 1), CLS, device=w.device)
         symbols = torch.cat([cls, w], dim=1)
         features = position_features(self.language, symbols.shape[1])
@@ -172,14 +188,16 @@ class Grid:
 
     def __post_init__(self):
         check_choice(self.language, "language", tuple(LANGUAGES))
-        check_int(self.runs, "runs", minimum=1)
-        if not self.train_lengths:
-            raise ValueError("train_lengths must name at least one length")
-        for m in self.train_lengths:
-            check_int(m, "train length", minimum=1)
-        for variant in self.variants:
-            check_choice(variant, "variant", VARIANTS)
-        self.train_lengths, self.variants = tuple(self.train_lengths), tuple(self.variants)
+        self.runs = check_int(self.runs, "runs", minimum=1)
+        for name in ("train_lengths", "variants"):
+            values = getattr(self, name)
+            if not isinstance(values, list | tuple | range):
+                raise TypeError(f"{name} must be a tuple, got {type(values).__name__}")
+            if not values or len(set(values)) != len(values):
+                raise ValueError(f"{name} must hold at least one value, each once, got {values}")
+        self.train_lengths = tuple(check_int(m, "every entry of train_lengths", minimum=1)
+                                   for m in self.train_lengths)
+        self.variants = tuple(check_choice(v, "every variant", VARIANTS) for v in self.variants)
         models = [(m, v, r) for m in self.train_lengths for v in self.variants
                   for r in range(self.runs)]
         self.lengths = [m for m, _, _ in models]
@@ -193,6 +211,8 @@ class Grid:
         """The seed of model ``model``'s initialization and data: it depends on the base seed,
         the train length and the run number, not on the variant (so the two variants of a run
         start from the same weights and see the same strings) nor on the grid around it."""
+        model = check_int(model, "model", minimum=0, maximum=len(self) - 1)
+        base = check_int(base, "base", minimum=0)
         key = f"{base}/{self.language}/{self.lengths[model]}/{self.run_of[model]}"
         return int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)
 
@@ -233,6 +253,7 @@ class TrainingLog:
     def select(self, metric: str, length: int, variant: str) -> torch.Tensor:
         """``metric`` of the runs with train length ``length`` and ``variant``: ``[runs,
         epochs]``."""
+        check_choice(metric, "metric", METRICS)
         rows = [r for r in range(len(self.grid)) if self.grid.lengths[r] == length
                 and self.grid.variant_of[r] == variant]
         if not rows:
@@ -247,6 +268,11 @@ def stack_modules(build, seeds, dtype=torch.float32, device=None) -> dict:
     """The parameters of ``build()`` (a module with PyTorch's default initialization, made on
     the CPU) once per seed in ``seeds``, stacked: name -> ``[len(seeds), ...]`` on ``device``,
     requiring gradients. The global random state is left as it was."""
+    check_callable(build, "build")
+    seeds = [check_int(seed, "every seed", minimum=0, maximum=2**63 - 1) for seed in seeds]
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    dtype, device = check_dtype(dtype), check_device(device)
     per_model = []
     for seed in seeds:
         with torch.random.fork_rng(devices=[]):
@@ -259,6 +285,8 @@ def stack_modules(build, seeds, dtype=torch.float32, device=None) -> dict:
 def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
     """Every model's :class:`Recognizer` parameters (seeded by :meth:`Grid.seed`), stacked by
     :func:`stack_modules`."""
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid must be a Grid, got {type(grid).__name__}")
     seeds = [grid.seed(model, seed) for model in range(len(grid))]
     return stack_modules(lambda: Recognizer(grid.language), seeds, dtype, device)
 
@@ -305,8 +333,11 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
         check_int(value, name, minimum=1)
     if test_length is not None:
         check_int(test_length, "test_length", minimum=1)
-    check_positive(lr, "lr")
-    device = runtime.device() if device is None else torch.device(device)
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid must be a Grid, got {type(grid).__name__}")
+    check_number(lr, "lr", above=0)
+    seed, dtype = check_int(seed, "seed", minimum=0), check_dtype(dtype)
+    device = check_device(device) or runtime.device()
     params = stacked_parameters(grid, seed, dtype, device)
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     forward = _vmapped_forward(grid)
@@ -343,6 +374,13 @@ def evaluate(params: dict, grid: Grid, strings: list, dtype=torch.float32) -> di
     """Test metrics of the stacked models on their strings (``strings[r]: [S, m]``):
     ``cross_entropy`` (bits per string), ``accuracy`` and ``attention_to_first``, each
     ``[models]``, averaged over the strings."""
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid must be a Grid, got {type(grid).__name__}")
+    if not isinstance(params, dict) or not params:
+        raise TypeError("params must be the dict of stacked parameters that train() uses")
+    if not isinstance(strings, list | tuple) or len(strings) != len(grid):
+        raise ValueError(f"strings must be a list of {len(grid)} LongTensor[S, m], one per model")
+    strings = [as_strings(w, "every entry of strings") for w in strings]
     language = LANGUAGES[grid.language]
     forward = _vmapped_forward(grid)
     device = next(iter(params.values())).device

@@ -28,13 +28,23 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from companion._checks import check_choice, check_int, check_nonnegative
+from companion._checks import (
+    check_bool,
+    check_choice,
+    check_dtype,
+    check_float_tensor,
+    check_generator,
+    check_int,
+    check_number,
+)
 from companion.fast_attention import attend
 from companion.languages import as_strings
 from companion.layernorm import layer_norm
 from companion.layout import Layout
 
 CLS = 2
+MAX_WIDTH = 4096  # d, d_hid and d_ff of a layer (W_V alone holds heads * d**2 numbers)
+MAX_TABLE = 2**27  # numbers in one sinusoidal position table (1 GiB in float64)
 
 
 def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
@@ -42,10 +52,11 @@ def sinusoidal_position_embedding(n: int, d: int) -> torch.Tensor:
     ([chiang2024esslli] eq. 5.2).
 
     ``PE(i)[j] = sin(i / 10000^(j/d))`` for even ``j`` and ``cos(i / 10000^((j-1)/d))`` for odd
-    ``j``; it does not depend on ``n``.
+    ``j``; it does not depend on ``n``. ``n * d`` is at most ``2**27``.
     """
-    check_int(n, "n", minimum=1)
-    check_int(d, "d", minimum=1)
+    n, d = check_int(n, "n", minimum=1), check_int(d, "d", minimum=1)
+    if n * d > MAX_TABLE:
+        raise ValueError(f"n * d must be <= 2**27 (the table's size), got n = {n}, d = {d}")
     i = torch.arange(n, dtype=torch.float64).unsqueeze(1)
     j = torch.arange(d)
     frequency = 10000.0 ** (-(j - j % 2).double() / d)
@@ -66,12 +77,14 @@ class Activations:
 
 
 class EncoderLayer(nn.Module):
-    """One encoder layer's weights: ``heads`` attention heads and a ReLU FFN (zeros until set)."""
+    """One encoder layer's weights: ``heads`` attention heads and a ReLU FFN (zeros until set).
+    ``d``, ``d_hid`` and ``d_ff`` are at most 4096, ``heads`` at most 64."""
 
     def __init__(self, d: int, d_hid: int, heads: int, d_ff: int, dtype=torch.float64):
         super().__init__()
-        for name, value in (("d", d), ("d_hid", d_hid), ("heads", heads), ("d_ff", d_ff)):
-            check_int(value, name, minimum=1)
+        d, d_hid, d_ff = (check_int(value, name, minimum=1, maximum=MAX_WIDTH)
+                          for name, value in (("d", d), ("d_hid", d_hid), ("d_ff", d_ff)))
+        heads, dtype = check_int(heads, "heads", minimum=1, maximum=64), check_dtype(dtype)
         zeros = lambda *shape: nn.Parameter(torch.zeros(*shape, dtype=dtype))  # noqa: E731
         self.W_Q, self.W_K = zeros(heads, d_hid, d), zeros(heads, d_hid, d)
         self.W_V = zeros(heads, d, d)
@@ -126,12 +139,16 @@ class Encoder(nn.Module):
                  output_bias=0.0, norm="post", layernorm=False, eps=0.0, log_length=False,
                  requires_grad=False, layout: Layout | None = None):
         super().__init__()
-        d = word_embedding.shape[-1]
+        check_float_tensor(word_embedding, "word_embedding", ranks=(2,))
+        d, dtype = word_embedding.shape[-1], word_embedding.dtype
         if word_embedding.shape != (3, d):
             raise ValueError(f"word_embedding must have shape [3, d] (symbols 0, 1, CLS), "
                              f"got {tuple(word_embedding.shape)}")
         check_choice(norm, "norm", ("post", "pre"))
-        check_nonnegative(eps, "eps")
+        eps = check_number(eps, "eps", minimum=0)
+        output_bias = check_number(output_bias, "output_bias")
+        layernorm = check_bool(layernorm, "layernorm")
+        log_length = check_bool(log_length, "log_length")
         if isinstance(position_embedding, torch.Tensor):
             if position_embedding.dim() != 2 or position_embedding.shape[1] != d:
                 raise ValueError(f"a position table must have shape [max_n, {d}], "
@@ -142,22 +159,31 @@ class Encoder(nn.Module):
             self.position_table, self.position_function = None, position_embedding
         else:
             raise TypeError("position_embedding must be a function n -> [n, d] or a tensor")
+        if not isinstance(layers, list | tuple | nn.ModuleList):
+            raise TypeError(f"layers must be a list of EncoderLayers, got {type(layers).__name__}")
         for index, layer in enumerate(layers):
             if not isinstance(layer, EncoderLayer):
                 raise TypeError(f"layers[{index}] must be an EncoderLayer")
             layer.check_shapes(d, f"layers[{index}]")
+            if layer.W_Q.dtype != dtype:
+                raise TypeError(f"layers[{index}] has dtype {layer.W_Q.dtype} but word_embedding "
+                                f"has {dtype}; use one dtype")
+        check_float_tensor(output_weight, "output_weight", ranks=(1,))
         if output_weight.shape != (d,):
             raise ValueError(f"output_weight must have shape [{d}], "
                              f"got {tuple(output_weight.shape)}")
+        if layout is not None and not isinstance(layout, Layout):
+            raise TypeError(f"layout must be a Layout or None, got {type(layout).__name__}")
         if layout is not None and layout.d != d:
             raise ValueError(f"layout names {layout.d} dimensions but d = {d}")
-        self.d, self.norm, self.layernorm, self.eps = d, norm, layernorm, float(eps)
+        self.d, self.norm, self.layernorm, self.eps = d, norm, layernorm, eps
         self.log_length = log_length
         self.word_embedding = nn.Parameter(word_embedding.clone())
         self.layers = nn.ModuleList(layers)
         self.output_weight = nn.Parameter(output_weight.clone())
         self.output_bias = nn.Parameter(torch.as_tensor(output_bias, dtype=word_embedding.dtype))
-        self.requires_grad_(requires_grad)  # hand-set weights are frozen unless asked otherwise
+        # hand-set weights are frozen unless asked otherwise
+        self.requires_grad_(check_bool(requires_grad, "requires_grad"))
         self.layout = layout or Layout(*(f"dim {j}" for j in range(d)))
 
     def LN(self, x):
@@ -188,7 +214,8 @@ class Encoder(nn.Module):
         that mixes positions (nonzero values) and every layer after it are computed at CLS only,
         which is all the logit needs.
         """
-        record = record or record_attention
+        record_attention = check_bool(record_attention, "record_attention")
+        record = check_bool(record, "record") or record_attention
         for index, layer in enumerate(self.layers):
             layer.check_shapes(self.d, f"layers[{index}]")
         a = self.embed(w)
@@ -233,8 +260,8 @@ def random_encoder(d: int = 6, heads: int = 1, layers: int = 2, d_hid: int = 3, 
     ``generator``; ``options`` go to :class:`Encoder` (``norm``, ``layernorm``, ``eps``, ...).
     With random weights every query differs, so nothing is shared and attention costs
     ``n**2``: a model for comparisons with PyTorch and for benchmarks."""
-    check_int(max_n, "max_n", minimum=1)
-    check_nonnegative(std, "std")
+    max_n = check_int(max_n, "max_n", minimum=1)
+    std, generator = check_number(std, "std", minimum=0), check_generator(generator)
 
     def draw(*shape):
         return torch.randn(*shape, generator=generator, dtype=torch.float64) * std

@@ -25,27 +25,35 @@ def matches_print(computed, printed) -> bool:
     """True when every computed number rounds to the number printed in its place.
 
     ``printed`` is a string such as ``"0.769"`` or a (nested) list of such strings shaped like
-    ``computed``; the precision of each comparison is read off its printed string.
+    ``computed`` (dimensions of size 1 aside); the precision of each comparison is read off its
+    printed string.
     """
-    if isinstance(printed, str):
-        printed = [printed]
-        computed = torch.as_tensor(computed, dtype=torch.float64).reshape(1)
+    if isinstance(computed, str) or isinstance(computed, complex) or (
+            isinstance(computed, torch.Tensor) and computed.is_complex()):
+        raise TypeError(f"computed must hold real numbers, got {type(computed).__name__}")
+    try:
+        values = torch.as_tensor(computed, dtype=torch.float64).detach().cpu()
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"computed must be a number, a tensor or a (nested) list of numbers, "
+                        f"got {type(computed).__name__}") from error
     flat_printed = []
 
-    def flatten(item):
+    def flatten(item) -> tuple:  # the shape of item, checked to be regular
         if isinstance(item, str):
             flat_printed.append(item)
-        elif isinstance(item, list | tuple):
-            for part in item:
-                flatten(part)
-        else:
+            return ()
+        if not isinstance(item, list | tuple):
             raise TypeError(f"printed must hold strings such as '0.769', got {type(item).__name__}")
+        shapes = {flatten(part) for part in item}
+        if len(shapes) > 1:
+            raise ValueError("printed must be a regular nested list (rows of one length)")
+        return (len(item), *(shapes.pop() if shapes else ()))
 
-    flatten(printed)
-    values = torch.as_tensor(computed, dtype=torch.float64).detach().cpu().reshape(-1)
-    if values.numel() != len(flat_printed):
-        raise ValueError(f"computed has {values.numel()} numbers but printed has "
-                         f"{len(flat_printed)}")
+    shape = flatten(printed)
+    if [s for s in values.shape if s != 1] != [s for s in shape if s != 1]:
+        raise ValueError(f"computed has shape {list(values.shape)} but printed has shape "
+                         f"{list(shape)}")
+    values = values.reshape(-1)
     tolerance = torch.tensor([_half_unit(p) for p in flat_printed], dtype=torch.float64)
     target = torch.tensor([float(p) for p in flat_printed], dtype=torch.float64)
     return bool(((values - target).abs() <= tolerance * (1 + 1e-9)).all())

@@ -1,6 +1,17 @@
-"""Fixtures shared by the tests."""
+"""Fixtures shared by the tests, and the Hypothesis profiles: ``ci`` (the default: few
+examples, derandomized, no deadline, nothing stored) and ``long`` (chosen with
+``HYPOTHESIS_PROFILE=long``: many random examples)."""
+
+import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture

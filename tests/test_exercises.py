@@ -16,6 +16,7 @@ from companion.exercises import (
     previous_position_inputs,
 )
 from companion.languages import majority, parity
+from companion.length_generalization import bootstrap_difference
 
 # A solution derived from the exercise's hint: s[i, j] = 2(i - 1) j - j^2, maximal at j = i - 1
 # (and at j = 0 when i = 0).
@@ -24,15 +25,16 @@ W_K = EXERCISE_KEYS
 W_V = [[0] * 5, [0] * 5, [0] * 5, [0] * 5, [1, 0, 0, 0, 0]]
 
 
-def first_wrong_position(W_Q, W_K, n: int):
+def first_wrong_position(W_Q, W_K, n: int, offset: int = 1):
     """Brute force, independent of the check: run the layer on random inputs of length n in
-    float64 and return the first position whose fifth row is not x_(i-1), or None."""
+    float64 and return the first position whose fifth row is not x_(i-offset) (x_0 for
+    i < offset), or None."""
     x = torch.randn(3, n, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     X = torch.stack([previous_position_inputs(row) for row in x])
     W_Q, W_K = (torch.as_tensor(W, dtype=torch.float64) for W in (W_Q, W_K))
     alpha = attention_weights((W_Q @ X).transpose(1, 2) @ (W_K @ X), kind="average_hard")
     copied = (alpha @ x[:, :, None])[..., 0]
-    wanted = torch.cat([x[:, :1], x[:, :-1]], dim=1)
+    wanted = x[:, (torch.arange(n) - offset).clamp(min=0)]
     wrong = ((copied - wanted).abs() > 1e-9).any(dim=0).nonzero().flatten()
     return int(wrong[0]) if len(wrong) else None
 
@@ -58,7 +60,8 @@ def test_answers_right_only_for_short_lengths_fail(b):
     assert first_wrong_position(almost, W_K, n - 1) is None
 
 
-def test_exact_verdict_agrees_with_brute_force_on_perturbed_answers():
+@pytest.mark.parametrize("offset", [1, 3])
+def test_exact_verdict_agrees_with_brute_force_on_perturbed_answers(offset):
     generator = torch.Generator().manual_seed(0)
     verdicts = []
     for _ in range(40):  # perturb up to two of the six entries that shape the scores
@@ -66,16 +69,39 @@ def test_exact_verdict_agrees_with_brute_force_on_perturbed_answers():
         where = torch.randperm(6, generator=generator)[:int(torch.randint(3, (1,)))]
         delta[where] = torch.randint(-3, 4, (len(where),), generator=generator) / 64
         delta = delta.view(2, 3).tolist()
-        queries = [[0, -2 + delta[0][0], 2 + delta[0][1], delta[0][2], 0],
+        queries = [[0, -2 * offset + delta[0][0], 2 + delta[0][1], delta[0][2], 0],
                    [0, -1 + delta[1][0], delta[1][1], delta[1][2], 0]]
-        feedback = check_previous_position_layer(queries, W_K, W_V)
+        feedback = check_previous_position_layer(queries, W_K, W_V, offset=offset)
         verdicts.append(feedback.passed)
         if feedback:
-            assert first_wrong_position(queries, W_K, 400) is None
+            assert first_wrong_position(queries, W_K, 400, offset) is None
         else:
             n = int(feedback.message.split("n = ")[1].split(",")[0])
-            assert first_wrong_position(queries, W_K, n) is not None, feedback.message
+            assert first_wrong_position(queries, W_K, n, offset) is not None, feedback.message
     assert any(verdicts) and not all(verdicts)
+
+
+@pytest.mark.parametrize("offset", [2, 3, 5])
+def test_layer_with_an_offset_copies_x_i_minus_offset(offset):
+    answer = [[0, -2 * offset, 2, 0, 0], [0, -1, 0, 0, 0]]  # q_i = [2i - 2 offset, -1]
+    assert check_previous_position_layer(answer, W_K, W_V, offset=offset)
+    assert first_wrong_position(answer, W_K, 20, offset) is None
+    assert not check_previous_position_layer(answer, W_K, W_V)
+    feedback = check_previous_position_layer(W_Q, W_K, W_V, offset=offset)  # reads x_(i-1)
+    assert not feedback
+    n = int(feedback.message.split("n = ")[1].split(",")[0])
+    position = int(feedback.message.split("position ")[1].split(" ")[0])
+    assert first_wrong_position(W_Q, W_K, n, offset) == position
+
+
+def test_offset_must_be_a_positive_int():
+    for check, weights in ((check_previous_position_layer, (W_Q, W_K, W_V)),
+                           (check_tied_queries, (W_Q,))):
+        with pytest.raises(ValueError, match="offset"):
+            check(*weights, offset=0)
+        for wrong in (1.5, True, "2"):
+            with pytest.raises(TypeError, match="offset"):
+                check(*weights, offset=wrong)
 
 
 def test_layer_attending_to_the_current_position_fails_with_a_message():
@@ -125,16 +151,31 @@ def test_tied_queries():
     assert "W_Q_tie must be a [2, 5]" in check_tied_queries([[0, 1, 2]]).message
 
 
-def first_tie_broken(W_Q_tie, n: int):
-    """Brute force: the first position i >= 1 whose maximal scores are not exactly
-    {i - 1, i} at length n, or None."""
+def first_tie_broken(W_Q_tie, n: int, offset: int = 1):
+    """Brute force: the first position i >= offset whose maximal scores are not exactly
+    {i - offset, i - offset + 1} at length n, or None."""
     X = previous_position_inputs(torch.zeros(n))
     scores = (torch.tensor(W_Q_tie).double() @ X).T @ (torch.tensor(W_K).double() @ X)
-    for i in range(1, n):
+    for i in range(offset, n):
         top = (scores[i] == scores[i].max()).nonzero().flatten().tolist()
-        if top != [i - 1, i]:
+        if top != [i - offset, i - offset + 1]:
             return i
     return None
+
+
+@pytest.mark.parametrize("offset", [2, 4])
+def test_tied_queries_with_an_offset(offset):
+    tie = [[0, 1 - 2 * offset, 2, 0, 0], [0, -1, 0, 0, 0]]  # q_i = [2i - 2 offset + 1, -1]
+    assert check_tied_queries(tie, offset=offset)
+    assert first_tie_broken(tie, 20, offset) is None
+    assert not check_tied_queries(tie)
+    assert "not tied" in check_tied_queries([[0, -1, 2, 0, 0], [0, -1, 0, 0, 0]],
+                                            offset=offset).message
+    # as `late` above, tied at every i but with b(i) = i - 6, maximal only while i <= 5
+    late = [[0, 6 - 12 * offset, 11 + 2 * offset, -2, 0], [0, -6, 1, 0, 0]]
+    feedback = check_tied_queries(late, offset=offset)
+    assert not feedback and "for n = 7, the tied scores" in feedback.message
+    assert first_tie_broken(late, 6, offset) is None and first_tie_broken(late, 7, offset) == 6
 
 
 def test_first_nonpositive_matches_brute_force():
@@ -263,3 +304,42 @@ def test_paired_bootstrap_checker_rejects_wrong_answers_with_a_reason():
         lambda *a: (0.1, "x", 0.2, True)).message
     assert "excludes_zero must be True or False" in check_paired_bootstrap(
         lambda *a: (*paired_bootstrap(*a)[:3], "yes")).message
+
+
+def test_the_checkers_refuse_their_own_bad_arguments():
+    """A checker's arguments are the instructor's: a bad one is named, never blamed on the
+    student's answer (and an empty list of lengths does not pass every family)."""
+    family = circuits.parity_tree
+    for kwargs, error, words in [
+        ({"lengths": [], "sampled_lengths": ()}, ValueError, "both empty"),
+        ({"lengths": [-1]}, ValueError, "lengths must be >= 0"),
+        ({"lengths": range(0, 25)}, ValueError, "lengths must be <= 20"),
+        ({"sampled_lengths": (10**5,)}, ValueError, "sampled_lengths must be <= 4096"),
+        ({"max_depth": "3"}, TypeError, "max_depth"),
+        ({"samples": -1}, ValueError, "samples"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"circuit_class": "XY"}, ValueError, "circuit_class"),
+    ]:
+        with pytest.raises(error, match=words):
+            check_circuit_family(family, parity, **kwargs)
+    with pytest.raises(TypeError, match="language must be callable"):
+        check_circuit_family(family, None)
+    def right(standard, scaled, samples, generator):
+        mean, low, high = bootstrap_difference(standard, scaled, samples, generator)
+        return mean, low, high, bool(low > 0 or high < 0)
+
+    for kwargs, error, words in [
+        ({"pairs": [([0.1, float("nan")], [0.2, 0.3])]}, ValueError, "finite"),
+        ({"pairs": [(1,)]}, TypeError, "pairs must hold"),
+        ({"pairs": [([0.1, 0.2], [0.3])]}, ValueError, "one length"),
+        ({"seed": "0"}, TypeError, "seed"),
+        ({"samples": 0}, ValueError, "samples"),
+    ]:
+        with pytest.raises(error, match=words):
+            check_paired_bootstrap(right, **kwargs)
+    with pytest.raises(TypeError, match="passed must be True or False"):
+        Feedback("no", "a message")
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        previous_position_inputs([1.0, 2.0])
+    with pytest.raises(ValueError, match="1-d"):
+        previous_position_inputs(torch.zeros(2, 2))

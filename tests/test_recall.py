@@ -128,6 +128,21 @@ def test_every_sampled_sentence_meets_definition_2_1(alpha, ood):
                              for s in (0, 1)])
 
 
+def test_ood_fillers_are_uniform_over_the_fillers_other_than_the_output_word():
+    """An OOD sentence's fillers avoid its output word without favouring any other filler
+    (mapping a clash to the next filler id would double that filler's frequency)."""
+    task = RecallTask(length=64)
+    tokens, _ = task.sample(4000, torch.Generator().manual_seed(0), ood=True)
+    fillers = torch.arange(task.n_triggers + task.n_outputs, task.vocab_size)
+    y = task.output_word(tokens)
+    pick = y - fillers[0]
+    counts = [(tokens == fillers[(pick + shift) % len(fillers)][:, None]).sum().item()
+              for shift in (0, 1, 2, 3)]
+    assert counts[0] == len(tokens)  # y: only in its bigram
+    mean_other = (counts[2] + counts[3]) / 2  # about 4000 * 61 / 50 each
+    assert abs(counts[1] / mean_other - 1) < 0.1, counts
+
+
 def test_noise_rate_and_validator_catch_each_broken_condition():
     task = RecallTask(alpha=0.3, length=20)
     tokens, target = task.sample(20000, torch.Generator().manual_seed(0))

@@ -155,7 +155,7 @@ def test_log_saves_and_loads(tmp_path):
 def test_bad_input():
     with pytest.raises(ValueError, match="language must be one of"):
         Grid("dyck", (3,), runs=1)
-    with pytest.raises(ValueError, match="train length must be >= 1"):
+    with pytest.raises(ValueError, match="every entry of train_lengths must be >= 1"):
         Grid("first", (0,), runs=1)
     with pytest.raises(ValueError, match="runs must be >= 1"):
         Grid("first", (3,), runs=0)

@@ -19,8 +19,11 @@ def test_nested_prints_are_checked_element_by_element():
 
 
 def test_shape_and_type_mismatches_are_refused():
-    with pytest.raises(ValueError, match="printed has 1"):
+    with pytest.raises(ValueError, match=r"printed has shape \[1\]"):
         matches_print(torch.zeros(2), ["0"])
+    with pytest.raises(ValueError, match=r"shape \[2, 2\] but printed has shape \[4\]"):
+        matches_print(torch.zeros(2, 2), ["0", "0", "0", "0"])
+    assert matches_print(torch.zeros(1, 2), ["0", "0"])  # dimensions of size 1 aside
     with pytest.raises(TypeError, match="printed must hold strings"):
         matches_print(torch.zeros(1), [0.0])
 

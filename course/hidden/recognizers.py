@@ -1,17 +1,19 @@
 """Hidden tests of the exercises of *Transformers as language recognizers*
-(``book/recognizers.ipynb``): the weights come back as numbers and are checked exactly, for
-every length, in the grader's process."""
+(``book/recognizers.ipynb``), and their graded variants (:mod:`course.variants`): the weights
+come back as numbers and are checked exactly, for every length, in the grader's process."""
 
+import math
 import random
 
 from companion.exercises import check_previous_position_layer, check_tied_queries
 from course.hidden import HiddenTest, close
+from course.variants import Variant
 
 
-def _feedback(check):
+def _feedback(check, **params):
     def judge(got, expected) -> str:
         try:
-            feedback = check(*got)
+            feedback = check(*got, **params)
         except (TypeError, ValueError) as error:
             return f"not a weight matrix ({error})"
         return "" if feedback else feedback.message
@@ -27,19 +29,105 @@ def _ties_near_zero(got, expected) -> str:
     return ""
 
 
+def _previous(rng: random.Random) -> Variant:
+    k = rng.randrange(2, 6)
+    return Variant(f"copy x_(i-{k})", {
+        "Copying the previous position": f"Copying from {k} positions back",
+        "(Exercise 5.1 of": "(After Exercise 5.1 of",
+        "x_{i-1}]^\\top$, and $[x_0, 1, 0, 0, x_0]^\\top$\nat position 0.":
+            f"x_{{i-{k}}}]^\\top$ for $i \\ge {k}$,\nand $[x_i, 1, i, i^2, x_0]^\\top$ at the "
+            f"positions $i < {k}$.",
+        "check_previous_position_layer(W_Q, W_K, W_V)":
+            f"check_previous_position_layer(W_Q, W_K, W_V, offset={k})",
+        "$j = i - 1$": f"$j = i - {k}$",
+        "(i-1)": f"(i-{k})",
+        "At\n$i = 0$ it is $-2j - j^2$, maximized at $j = 0$, as required.":
+            f"For\n$i \\le {k}$ its coefficient $2(i-{k})$ is not positive, so it is maximized at "
+            "$j = 0$, as required.",
+        "[2i - 2, -1]": f"[2i - {2 * k}, -1]",
+        "W_Q = [[0, -2, 2,": f"W_Q = [[0, -{2 * k}, 2,",
+    }, {"offset": k})
+
+
+def _hard(rng: random.Random) -> Variant:
+    k = rng.randrange(2, 6)
+    tie = f"$j = i - {k}$ and $j = i - {k - 1}$"
+    return Variant(f"ties at i-{k} and i-{k - 1}", {
+        "position $i \\ge 1$ has **two** maximal scores, at\n$j = i - 1$ and $j = i$.":
+            f"position $i \\ge {k}$ has **two** maximal scores, at\n{tie}.",
+        "$-(j - (i - \\tfrac12))^2$ is maximal at both $j = i - 1$ and $j = i$":
+            f"$-(j - (i - \\tfrac{{{2 * k - 1}}}{{2}}))^2$ is maximal at both {tie}",
+        "(2i - 1)j": f"(2i - {2 * k - 1})j",
+        "[2i - 1, -1]": f"[2i - {2 * k - 1}, -1]",
+        "(At\n$i = 0$": f"(At\n$i < {k}$",
+        "still copies $x_{i-1}$;\naverage-hard attention writes $(x_{i-1} + x_i)/2$.":
+            f"copies $x_{{i-{k}}}$;\naverage-hard attention writes "
+            f"$(x_{{i-{k}}} + x_{{i-{k - 1}}})/2$.",
+        "W_Q_tie = [[0, -1, 2,": f"W_Q_tie = [[0, -{2 * k - 1}, 2,",
+        "check_tied_queries(W_Q_tie)": f"check_tied_queries(W_Q_tie, offset={k})",
+        "torch.randn(6,": "torch.randn(10,",
+        "left[1:], x[:-1]": f"left[{k}:], x[:-{k}]",
+        "copy x_(i-1)": f"copy x_(i-{k})",
+        "mean[1:], (x[:-1] + x[1:]) / 2": f"mean[{k}:], (x[:-{k}] + x[1:-{k - 1}]) / 2",
+        "(x_(i-1) + x_i) / 2": f"(x_(i-{k}) + x_(i-{k - 1})) / 2",
+    }, {"offset": k})
+
+
+def _zero(rng: random.Random) -> Variant:
+    lead = rng.randrange(1, 5)  # the ties have this many more 1s than 0s
+    m = rng.choice([m for m in range(10, 14) if (m - lead) % 2 == 0])
+    k, n = (m + lead) // 2, m + 1
+    ties = math.comb(m, k)
+    return Variant(f"a lead of {lead}, length {m}", {
+        "Remove the $-\\tfrac12$ that CLS contributes to the MAJORITY recognizer.":
+            f"Let CLS contribute $-{lead}\\tfrac12$ instead of $-\\tfrac12$ to the MAJORITY "
+            f"recognizer, so that it\nrecognizes the strings with at least {lead + 1} more 1s "
+            f"than 0s, and remove its margin, the $\\tfrac12$\n(CLS then contributes $-{lead}$).",
+        "strings of length 12": f"strings of length {m}",
+        "Without the CLS term the logit is $(2k - m)/n$, which is 0 exactly for the strings "
+        "with as\nmany 1s as 0s: the 924 ties of length 12.":
+            f"Without the margin the logit is $(2k - m - {lead})/n$, which is 0 exactly for the "
+            f"strings\nwith $k = {k}$ 1s ($2k - m = {lead}$): the {ties} ties of length {m}.",
+        "all 924": f"all {ties}",
+        "(ties are not in MAJORITY)": "(ties are not in the language)",
+        '("balance", "is_0"): -1})':
+            f'("balance", "is_0"): -1,\n            ("balance", "is_cls"): -{lead}}})',
+        "all_strings(12)": f"all_strings({m})",
+        "2 * w.sum(dim=1) == 12": f"w.sum(dim=1) == {k}",
+        "(2 * w.sum(dim=1) - 12) / 13": f"(2 * w.sum(dim=1) - {m} - {lead}) / {n}",
+        "(2k - m)/n;": f"(2k - m - {lead})/n;",
+        "math.comb(12, 6)": f"math.comb({m}, {k})",
+        "C(12, 6) = 924 ties of length 12": f"C({m}, {k}) = {ties} ties of length {m}",
+        "majority_model(ties) < -1 / (2 * 13)":
+            f"majority_model(ties) - {lead} / {n} < -1 / (2 * {n})",
+    }, {"lead": lead})
+
+
+VARIANTS = {"ex-rec-previous": _previous, "ex-rec-hard": _hard, "ex-rec-zero": _zero}
+
+
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
+    params = {label: variant.params for label, variant in variants.items()}
     m, tied = rng.sample([4, 6, 8, 10, 14], 2)  # even lengths have ties
     odd = rng.choice([5, 7, 9, 11])
     strings = [[rng.randrange(2) for _ in range(odd)] for _ in range(rng.randrange(5, 20))]
+    if "ex-rec-zero" in params:  # a constant 0 would pass on the ties alone: add neighbours
+        lead = params["ex-rec-zero"]["lead"]
+        length = tied + lead % 2  # has ties, 2k - length = lead
+        ties = HiddenTest(f"(lambda w: no_margin(w[(2 * w.sum(dim=1) - {length + lead}).abs() "
+                          f"<= 2]).detach().double())(all_strings({length}))", close(atol=1e-12))
+    else:
+        ties = HiddenTest(f"(lambda w: no_margin(w[2 * w.sum(dim=1) == {tied}]).detach()"
+                          f".double())(all_strings({tied}))", _ties_near_zero)
     return {
-        "ex-rec-previous": [HiddenTest("[W_Q, W_K, W_V]",
-                                       _feedback(check_previous_position_layer))],
-        "ex-rec-hard": [HiddenTest("[W_Q_tie]", _feedback(check_tied_queries))],
+        "ex-rec-previous": [HiddenTest("[W_Q, W_K, W_V]", _feedback(
+            check_previous_position_layer, **params.get("ex-rec-previous", {})))],
+        "ex-rec-hard": [HiddenTest("[W_Q_tie]", _feedback(check_tied_queries,
+                                                          **params.get("ex-rec-hard", {})))],
         "ex-rec-zero": [  # tie_logits is 0 up to rounding: zeros would pass, so it is not graded
             HiddenTest(f"no_margin(all_strings({m})).detach().double()", close(atol=1e-12)),
             HiddenTest(f"no_margin(torch.tensor({strings})).detach().double()",
                        close(atol=1e-12)),
-            HiddenTest(f"(lambda w: no_margin(w[2 * w.sum(dim=1) == {tied}]).detach().double())"
-                       f"(all_strings({tied}))", _ties_near_zero),
+            ties,
         ],
     }

@@ -1,0 +1,418 @@
+"""Property-based tests (Hypothesis) of the companion's contract for bad input (book/api.md,
+"Errors"): every public function refuses a wrong type, shape, dtype, NaN, infinity, negative or
+huge value with a ``ValueError`` or ``TypeError`` whose message names the argument, and works on
+the good edge cases (the empty string, a batch of one, the size limits, NumPy scalars).
+
+The number of examples comes from the Hypothesis profile chosen in ``conftest.py``
+(``HYPOTHESIS_PROFILE=long`` for many more)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+
+from companion import (
+    attention,
+    circuits,
+    constructions,
+    evaluation,
+    fast_attention,
+    feedforward,
+    languages,
+    layernorm,
+    layout,
+    length_generalization,
+    precision,
+    recall,
+    residual,
+    runtime,
+    tables,
+    torch_export,
+    training,
+    transformer,
+    verify,
+)
+
+# --- strategies of bad values ------------------------------------------------------------------
+
+NOT_A_NUMBER = st.one_of(st.none(), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+                         st.just(torch.tensor(1.0)), st.just(1j), st.booleans())
+NON_FINITE = st.sampled_from([math.nan, math.inf, -math.inf, np.float64("nan"), np.inf])
+
+
+def bad_ints(minimum=None, maximum=None):
+    """Values that an int argument within ``[minimum, maximum]`` refuses."""
+    options = [NOT_A_NUMBER, NON_FINITE, st.floats(allow_nan=False, allow_infinity=False)]
+    if minimum is not None:
+        options.append(st.integers(max_value=minimum - 1, min_value=minimum - 2**70))
+    if maximum is not None:
+        options.append(st.integers(min_value=maximum + 1, max_value=maximum + 2**70))
+    return st.one_of(options)
+
+
+def bad_numbers(minimum=None, maximum=None, above=None, below=None):
+    """Values that a finite number argument with these bounds refuses."""
+    options = [NOT_A_NUMBER, NON_FINITE]
+    if minimum is not None:
+        options.append(st.floats(max_value=minimum, exclude_max=True, allow_infinity=False))
+    if above is not None:
+        options.append(st.floats(max_value=above, allow_infinity=False, allow_nan=False))
+    if maximum is not None:
+        options.append(st.floats(min_value=maximum, exclude_min=True, allow_infinity=False))
+    if below is not None:
+        options.append(st.floats(min_value=below, allow_infinity=False, allow_nan=False))
+    return st.one_of(options)
+
+
+BAD_BOOLS = st.one_of(st.text(max_size=5), st.none(), st.integers(), st.floats())
+BAD_GENERATORS = st.one_of(st.integers(), st.text(max_size=3))
+BAD_DTYPES = st.sampled_from([None, "float32", torch.long, torch.bool, torch.int32, float])
+BAD_DEVICES = st.sampled_from(["gpu", "cuda:x", "nowhere"])
+BAD_STRINGS = st.one_of(
+    st.text(min_size=1, max_size=5).filter(lambda s: bool(set(s) - {"0", "1"})),
+    st.lists(st.integers(0, 1), max_size=3), st.none(), st.integers(),
+    st.sampled_from([torch.tensor([[0.0, 1.0]]), torch.tensor([[True, False]]),
+                     torch.tensor([0, 1]), torch.zeros(1, 1, 2, dtype=torch.long),
+                     torch.zeros(0, 3, dtype=torch.long), torch.tensor([[0, 2, 1]]),
+                     torch.tensor([[0, -1]])]))
+
+
+def bad_choices(choices):
+    return st.one_of(st.text(max_size=6).filter(lambda s: s not in choices), st.none(),
+                     st.integers())
+
+
+def _column_model():
+    """A PARITY transformer whose logits are ``[B, 1]`` (a forgotten squeeze)."""
+
+    class Column(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = constructions.parity_transformer()
+
+        def forward(self, w):
+            return self.inner(w)[:, None]
+
+    return Column()
+
+
+X = torch.randn(3, 2, dtype=torch.float64)
+W = torch.randn(2, 2, dtype=torch.float64)
+PARITY = constructions.parity_transformer()
+TASK = recall.RecallTask(vocab_size=11, n_triggers=2, n_outputs=2, length=8)
+BENCHMARK = length_generalization.Benchmark("parity_check", [0], ("standard", "scaled"), [2, 50],
+                                            40, torch.ones(1, 2, 2, dtype=torch.float64))
+
+
+def _recall_step(lr):
+    models = recall.RecallModels(TASK, "Reparam-Linear", device="cpu")
+    tokens, target = TASK.sample(2, torch.Generator().manual_seed(0))
+    models.normalized_step(models.losses(tokens, target), lr)
+
+
+# (id, a function of the bad value, the argument its message must name, bad values)
+CASES = [
+    # languages
+    ("parity", languages.parity, "w", BAD_STRINGS),
+    ("first", languages.first, "w", BAD_STRINGS),
+    ("majority", languages.majority, "w", BAD_STRINGS),
+    ("random_strings batch", lambda v: languages.random_strings(v, 3), "batch", bad_ints(1)),
+    ("random_strings m", lambda v: languages.random_strings(2, v), "m", bad_ints(0)),
+    ("random_strings generator", lambda v: languages.random_strings(2, 3, v), "generator",
+     BAD_GENERATORS),
+    ("all_strings", languages.all_strings, "m", bad_ints(0, languages.MAX_ENUMERATED_LENGTH)),
+    ("random_formula", languages.random_formula, "depth", bad_ints(0, 16)),
+    ("random_split_formula", languages.random_split_formula, "leaves", bad_ints(1, 2**16)),
+    ("bfvp_value", languages.bfvp_value, "formula",
+     st.one_of(st.sampled_from(["", "(", "(0", "0)", "(0&)", "01", "(0&1&1)", "(¬)", "x"]),
+               st.none(), st.integers())),
+    ("word_problem word", languages.word_problem, "word",
+     st.sampled_from(["(", "(0", "()", "(a)", "(00)", "(9)", "(٠١)", "(0²)", 5, None])),
+    ("word_problem k", lambda v: languages.word_problem("(01)", v), "k", bad_ints(2, 10)),
+    # attention
+    ("attention_weights scores", attention.attention_weights, "scores",
+     st.sampled_from([torch.tensor([[math.nan, 0.0]]), torch.tensor([[math.inf, 0.0]]),
+                      torch.tensor([[1, 0]]), torch.zeros(3), [[0.0]]])),
+    ("attention_weights kind", lambda v: attention.attention_weights(torch.zeros(2, 2), v),
+     "kind", bad_choices(attention.ATTENTION_KINDS)),
+    ("attention_weights mask", lambda v: attention.attention_weights(torch.zeros(2, 2), mask=v),
+     "mask", st.sampled_from([torch.ones(2, 2), torch.ones(3, 3, dtype=torch.bool), 1])),
+    ("self_attention scale", lambda v: attention.self_attention(X, W, W, W, scale=v), "scale",
+     bad_numbers().filter(lambda v: v is not None)),  # None: the default scale
+    ("self_attention W_V", lambda v: attention.self_attention(X, W, W, v), "W_V",
+     st.sampled_from([W.float(), torch.zeros(3, 2, dtype=torch.float64), W.long(), None])),
+    ("future_mask n", attention.future_mask, "n", bad_ints(1, attention.MAX_POSITIONS)),
+    ("future_mask strict", lambda v: attention.future_mask(3, v), "strict", BAD_BOOLS),
+    ("future_mask device", lambda v: attention.future_mask(3, device=v), "device", BAD_DEVICES),
+    ("attention_flops", lambda v: attention.attention_flops(v, 2, 2), "n",
+     bad_ints(1, attention.MAX_POSITIONS)),
+    # layer normalization and feed-forward networks
+    ("layer_norm eps", lambda v: layernorm.layer_norm(X, v), "eps", bad_numbers(minimum=0)),
+    ("layer_norm gamma", lambda v: layernorm.layer_norm(X, gamma=v), "gamma",
+     st.sampled_from([torch.ones(3, dtype=torch.float64), torch.ones(2).long(), 1.0])),
+    ("local_stretch eps", lambda v: layernorm.local_stretch(X, v), "eps", bad_numbers(minimum=0)),
+    ("feed_forward W1", lambda v: feedforward.feed_forward(
+        torch.zeros(1, 2, dtype=torch.float64), v, *feedforward.two_switch_network()[1:]), "W1",
+     st.sampled_from([torch.zeros(3, 2), torch.zeros(3, 3, dtype=torch.float64), None])),
+    ("feed_forward return_hidden", lambda v: feedforward.feed_forward(
+        torch.zeros(1, 2, dtype=torch.float64), *feedforward.two_switch_network(),
+        return_hidden=v), "return_hidden", BAD_BOOLS),
+    ("two_switch_network", feedforward.two_switch_network, "dtype", BAD_DTYPES),
+    # constructions
+    ("parity_transformer c", constructions.parity_transformer, "c", bad_numbers(above=0)),
+    ("parity_transformer layernorm", lambda v: constructions.parity_transformer(layernorm=v),
+     "layernorm", BAD_BOOLS),
+    ("parity_transformer eps", lambda v: constructions.parity_transformer(layernorm=True, eps=v),
+     "eps", bad_numbers(minimum=0)),
+    ("first_transformer c", constructions.first_transformer, "c", bad_numbers(above=0)),
+    ("first_transformer eps", lambda v: constructions.first_transformer(layernorm=True, eps=v),
+     "eps", bad_numbers(minimum=0)),
+    ("first_transformer log_length", lambda v: constructions.first_transformer(log_length=v),
+     "log_length", BAD_BOOLS),
+    ("flawed_first_transformer c", constructions.flawed_first_transformer, "c",
+     bad_numbers(above=0)),
+    ("scaled_first_bound eps", lambda v: constructions.scaled_first_bound(True, v), "eps",
+     bad_numbers(minimum=0)),
+    ("with_eps", lambda v: constructions.with_eps(
+        constructions.parity_transformer(layernorm=True), v), "eps", bad_numbers(minimum=0)),
+    ("double_for_layernorm encoder", constructions.double_for_layernorm, "encoder",
+     st.one_of(st.none(), st.integers(), st.just(constructions.rumelhart_parity(2)))),
+    ("sharpen eta", lambda v: constructions.sharpen(
+        constructions.parity_transformer(layernorm=True), v), "eta", bad_numbers(above=0)),
+    ("rumelhart_parity", constructions.rumelhart_parity, "m", bad_ints(1, 4096)),
+    # circuits
+    ("Circuit", circuits.Circuit, "n_inputs", bad_ints(0)),
+    ("Circuit.gate", lambda v: circuits.Circuit(2).gate("AND", v), "gate input", bad_ints()),
+    ("Circuit.set_output", lambda v: circuits.Circuit(2).set_output(v), "node", bad_ints(0, 1)),
+    ("parity_tree", circuits.parity_tree, "n", bad_ints(0, circuits.MAX_INPUTS)),
+    ("parity_dnf", circuits.parity_dnf, "n", bad_ints(0, 16)),
+    ("parity_threshold", circuits.parity_threshold, "n",
+     bad_ints(0, circuits.MAX_THRESHOLD_INPUTS)),
+    ("majority_fan_in_2", circuits.majority_fan_in_2, "n", bad_ints(0, circuits.MAX_INPUTS)),
+    ("Circuit.from_spec gates", lambda v: circuits.Circuit.from_spec(["x"], v, "x"), "gates",
+     st.sampled_from([[("g", ("NOT", ["x"]))], {"g": "NOT"}, {"g": ("NOT", ["x"], 1)}])),
+    # evaluation
+    ("logits model", lambda v: evaluation.logits(v, "011"), "model",
+     st.sampled_from([_column_model(), constructions.rumelhart_parity(3), None, len])),
+    ("accuracy_by_length language", lambda v: evaluation.accuracy_by_length(
+        PARITY, v, [3], 2, torch.Generator(), progress=False), "language",
+     st.sampled_from([None, "parity", lambda w: languages.parity(w)[:, None],
+                      lambda w: languages.parity(w)[:1], lambda w: w.sum(dim=1)])),
+    ("accuracy_by_length model", lambda v: evaluation.accuracy_by_length(
+        v, languages.parity, [3], 2, torch.Generator(), progress=False), "model",
+     st.just(_column_model())),
+    ("accuracy_by_length lengths", lambda v: evaluation.accuracy_by_length(
+        PARITY, languages.parity, v, 2, torch.Generator(), progress=False), "lengths",
+     st.one_of(st.integers(), st.just([-1]), st.just([1.5]), st.just("3"))),
+    ("accuracy_random_lengths model", lambda v: evaluation.accuracy_random_lengths(
+        v, languages.parity, 5, 4, torch.Generator()), "model", st.just(_column_model())),
+    ("accuracy_random_lengths language", lambda v: evaluation.accuracy_random_lengths(
+        PARITY, v, 5, 4, torch.Generator()), "language",
+     st.sampled_from([None, lambda w: languages.parity(w)[0]])),
+    ("cross_entropy_bits label", lambda v: evaluation.cross_entropy_bits(torch.zeros(2), v),
+     "label", st.sampled_from([[True, False], torch.tensor([0.0, 1.0]), torch.tensor([0, 1]),
+                               torch.tensor([True])])),
+    ("largest_perfect_length", lambda v: evaluation.largest_perfect_length({2: v}), "accuracy",
+     bad_numbers(minimum=0, maximum=1)),
+    ("loglog_slope x", lambda v: evaluation.loglog_slope([v, 2.0, 3.0], [1.0, 2.0, 3.0]), "x",
+     bad_numbers(above=0)),
+    ("loglog_slope y", lambda v: evaluation.loglog_slope([1.0, 2.0, 3.0], [v, 2.0, 3.0]), "y",
+     bad_numbers(above=0)),
+    ("log_lengths count", lambda v: evaluation.log_lengths(1, 100, v), "count", bad_ints(1)),
+    # precision
+    ("parity_guaranteed_length c", lambda v: precision.parity_guaranteed_length(
+        torch.float32, v, up_to=10), "c", bad_numbers(above=0)),
+    ("parity_guaranteed_length up_to", lambda v: precision.parity_guaranteed_length(
+        torch.float32, up_to=v), "up_to", bad_ints(2, precision.MAX_GUARANTEED_LENGTH)),
+    ("parity_rounding_bounds n", lambda v: precision.parity_rounding_bounds(v, torch.float32),
+     "n", st.one_of(st.sampled_from([math.inf, math.nan, "100", 1, 0, 2.5, -3, None]))),
+    ("parity_rounding_bounds c", lambda v: precision.parity_rounding_bounds(
+        10, torch.float32, v), "c", bad_numbers(above=0)),
+    ("unit_roundoff", precision.unit_roundoff, "dtype", BAD_DTYPES),
+    ("parity_spike_probe m", lambda v: precision.parity_spike_probe(v, torch.float64, device="cpu"),
+     "m", bad_ints(1)),
+    # transformer
+    ("sinusoidal_position_embedding", lambda v: transformer.sinusoidal_position_embedding(v, 4),
+     "n", bad_ints(1, transformer.MAX_TABLE // 4)),
+    ("EncoderLayer", lambda v: transformer.EncoderLayer(v, 1, 1, 1), "d",
+     bad_ints(1, transformer.MAX_WIDTH)),
+    ("Encoder output_bias", lambda v: transformer.Encoder(
+        torch.eye(3, dtype=torch.float64), lambda n: torch.zeros(n, 3, dtype=torch.float64), [],
+        torch.ones(3, dtype=torch.float64), output_bias=v), "output_bias", bad_numbers()),
+    ("Encoder layernorm", lambda v: transformer.Encoder(
+        torch.eye(3, dtype=torch.float64), lambda n: torch.zeros(n, 3, dtype=torch.float64), [],
+        torch.ones(3, dtype=torch.float64), layernorm=v), "layernorm", BAD_BOOLS),
+    ("Encoder.forward w", PARITY, "w", BAD_STRINGS),
+    ("Encoder.forward record", lambda v: PARITY("01", record=v), "record", BAD_BOOLS),
+    ("random_encoder std", lambda v: transformer.random_encoder(std=v), "std",
+     bad_numbers(minimum=0)),
+    # recall
+    ("bayes_loss", recall.bayes_loss, "alpha", bad_numbers(minimum=0, below=1)),
+    ("RecallTask alpha", lambda v: recall.RecallTask(alpha=v), "alpha",
+     bad_numbers(minimum=0, below=1)),
+    ("RecallTask.sample ood", lambda v: TASK.sample(2, ood=v), "ood", BAD_BOOLS),
+    ("RecallModels init_std", lambda v: recall.RecallModels(TASK, "Origin-Linear", init_std=v,
+                                                            device="cpu"),
+     "init_std", bad_numbers(minimum=0)),
+    ("RecallModels seeds", lambda v: recall.RecallModels(TASK, "Origin-Linear", seeds=v,
+                                                         device="cpu"),
+     "seed", st.sampled_from([(), (-1,), (1.5,), ("a",)])),
+    ("RecallModels.forward tokens", lambda v: recall.RecallModels(
+        TASK, "Reparam-Linear", device="cpu")(v), "tokens",
+     st.sampled_from([torch.tensor([[0, 11]]), torch.tensor([[0, -1]]), torch.zeros(1, 2),
+                      torch.zeros(2, dtype=torch.long)])),
+    ("RecallModels.normalized_step lr", _recall_step, "lr", bad_numbers(minimum=0)),
+    # residual stacks
+    ("random_stack sigma", lambda v: residual.random_stack(2, v, d=2, draws=2), "sigma",
+     bad_numbers(above=0)),
+    ("random_stack depth", lambda v: residual.random_stack(v, 0.5, d=2, draws=2), "depth",
+     bad_ints(1, 2**27)),
+    ("signal_and_gradient W", lambda v: residual.signal_and_gradient(v, "plain"), "W",
+     st.sampled_from([torch.zeros(2, 2, 0, 0, dtype=torch.float64), torch.zeros(2, 2, 2),
+                      torch.zeros(2, 2, 2, 2, dtype=torch.long), None])),
+    # training
+    ("position_features language", lambda v: training.position_features(v, 3), "language",
+     bad_choices(("first", "parity"))),
+    ("position_features n", lambda v: training.position_features("parity", v), "n", bad_ints(1)),
+    ("token_types w", lambda v: training.token_types("parity", v), "w", BAD_STRINGS),
+    ("Recognizer eps", lambda v: training.Recognizer("parity", eps=v), "eps",
+     bad_numbers(minimum=0)),
+    ("Recognizer d", lambda v: training.Recognizer("parity", d=v), "d",
+     st.one_of(bad_ints(1), st.sampled_from([3, 15]))),
+    ("Recognizer.forward w", training.Recognizer("first"), "w", BAD_STRINGS),
+    ("Grid train_lengths", lambda v: training.Grid("first", v, 1), "train_lengths",
+     st.sampled_from([5, (), (2, 2), (0,), (1.5,)])),
+    ("Grid variants", lambda v: training.Grid("first", (2,), 1, variants=v), "variant",
+     st.sampled_from(["standard", (), ("scaled", "scaled"), ("x",)])),
+    ("stack_modules seeds", lambda v: training.stack_modules(lambda: nn.Linear(1, 1), v),
+     "seed", st.sampled_from([[], [-1], [1.5], ["a"]])),
+    ("train lr", lambda v: training.train(training.Grid("first", (2,), 1), 1, 1, 1, 2, lr=v,
+                                          device="cpu", progress=False),
+     "lr", bad_numbers(above=0)),
+    ("train seed", lambda v: training.train(training.Grid("first", (2,), 1), 1, 1, 1, 2, seed=v,
+                                            device="cpu", progress=False),
+     "seed", bad_ints(0)),
+    # length generalization
+    ("Classifier eps", lambda v: length_generalization.Classifier("parity_check", d=4, heads=2,
+                                                                  eps=v),
+     "eps", bad_numbers(minimum=0)),
+    ("Classifier heads", lambda v: length_generalization.Classifier("parity_check", d=10,
+                                                                    heads=v),
+     "heads", st.one_of(bad_ints(1), st.sampled_from([3, 4]))),
+    ("Classifier.forward tokens", length_generalization.Classifier("parity_check", d=4, heads=2),
+     "tokens", st.sampled_from([torch.tensor([[2]]), torch.tensor([[-1]]), torch.zeros(1, 2),
+                                torch.zeros(2, dtype=torch.long), "01"])),
+    ("sample batch", lambda v: length_generalization.sample("parity_check", v, 3, None),
+     "batch", bad_ints(1)),
+    ("bootstrap_difference samples", lambda v: length_generalization.bootstrap_difference(
+        [0.1, 0.2], [0.3, 0.4], v), "samples", bad_ints(1, 10**7)),
+    ("summary", lambda v: length_generalization.summary(v, samples=5), "benchmarks",
+     st.sampled_from([BENCHMARK, [BENCHMARK, BENCHMARK], [None]])),
+    # fast attention, checking prints, runtime, layouts, export, tables
+    ("attend scale", lambda v: fast_attention.attend(torch.zeros(1, 2, 2), torch.zeros(1, 2, 2),
+                                                     torch.zeros(1, 2, 2), v),
+     "scale", bad_numbers()),
+    ("distinct_rows", fast_attention.distinct_rows, "rows",
+     st.sampled_from([torch.zeros(3), torch.zeros(2, 2, 2), [[1.0]]])),
+    ("matches_print", lambda v: verify.matches_print(torch.zeros(2, 2), v), "printed",
+     st.sampled_from([["0", "0", "0", "0"], ["0"], [["0", "0"], ["0"]], [0.0], "x", None])),
+    ("set_seed", runtime.set_seed, "seed", bad_ints(0, 2**32 - 1)),
+    ("Layout", lambda v: layout.Layout("a", v), "names", st.one_of(st.integers(), st.none())),
+    ("to_torch", torch_export.to_torch, "encoder", st.sampled_from([None, 1, PARITY.layers])),
+    ("activation_table", lambda v: tables.activation_table(v, "01", "a0"), "model",
+     st.sampled_from([None, constructions.rumelhart_parity(2)])),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
+@given(data=st.data())
+def test_bad_input_is_refused_naming_the_argument(case, data):
+    _, function, name, values = case
+    value = data.draw(values, label=name)
+    with pytest.raises((ValueError, TypeError)) as refused:
+        function(value)
+    assert name in str(refused.value), f"the message does not name {name!r}: {refused.value}"
+
+
+# --- good edge inputs ---------------------------------------------------------------------------
+
+BIT_STRINGS = st.text(alphabet="01", max_size=12)
+
+
+@given(BIT_STRINGS)
+def test_a_str_is_one_string_everywhere(w):
+    batch = languages.as_strings(w)
+    assert batch.shape == (1, len(w))
+    for language in (languages.parity, languages.first, languages.majority):
+        assert language(w) == bool(language(batch)[0])
+    assert evaluation.logits(PARITY, w).shape == (1,)
+    assert training.Recognizer("first")(w).shape == (1,)
+    assert training.token_types("parity", w or "0")[0].shape == (1, len(w or "0") + 1)
+    assert circuits.parity_tree(len(w)).evaluate(w) == languages.parity(w)
+
+
+@given(st.integers(1, 3), st.integers(0, 6), st.sampled_from([np.int64, np.int32, np.float64]))
+def test_numpy_scalars_are_sizes(batch, m, kind):
+    strings = languages.random_strings(kind(batch), kind(m), torch.Generator().manual_seed(0))
+    assert strings.shape == (batch, m)
+    assert circuits.Circuit(kind(m)).n_inputs == m
+    assert runtime.effective_seed(kind(m)) >= 0
+
+
+@given(st.floats(0, 1e3), st.sampled_from([float, np.float32, np.float64]))
+def test_numpy_and_python_floats_are_numbers(eps, kind):
+    x = torch.randn(2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(layernorm.layer_norm(x, kind(eps))).all()
+
+
+@given(st.floats(1, 1e6))
+def test_every_positive_c_gets_a_guarantee(c):
+    # exp(c) no longer overflows: c = 709, 710 and beyond give the same length as c = 1
+    assert precision.parity_guaranteed_length(torch.float32, c, up_to=1000) == 914
+    assert np.isfinite(precision.parity_rounding_bounds(100, torch.float32, c)["margin"])
+
+
+def test_size_limits_work():
+    assert languages.all_strings(0).shape == (1, 0)
+    assert languages.all_strings(languages.MAX_ENUMERATED_LENGTH).shape == (2**20, 20)
+    assert len(languages.random_formula(10)) > 2**10
+    assert circuits.parity_dnf(16).n_inputs == 16
+    assert attention.future_mask(attention.MAX_POSITIONS).shape == (8192, 8192)
+    assert precision.parity_guaranteed_length(torch.float64, up_to=2) == 2
+
+
+def test_empty_and_single_edge_cases_work():
+    assert attention.attention_weights(torch.zeros(3, 0), "leftmost_hard").shape == (3, 0)
+    rows = torch.tensor([[2**53 + 1], [2**53]])
+    distinct, which = fast_attention.distinct_rows(rows)
+    assert torch.equal(distinct[which], rows)  # no float32 cast merges them
+    q = torch.zeros(0, 2, 4)
+    assert fast_attention.attend(q, q, q, 1.0)[0].shape == (0, 2, 4)
+    assert circuits.Circuit(1).gate("NOT", np.int64(0)) == 1
+    empty = torch.zeros(1, 0, dtype=torch.long)
+    classifier = length_generalization.Classifier("parity_check", d=4, heads=2)
+    assert classifier(empty).shape == (1, 2)
+    no_layers = transformer.Encoder(torch.eye(3, dtype=torch.float64),
+                                    lambda n: torch.zeros(n, 3, dtype=torch.float64), [],
+                                    torch.ones(3, dtype=torch.float64))
+    assert torch.equal(torch_export.to_torch(no_layers)("01"), no_layers("01"))
+    rows = torch.tensor([[-math.inf, -math.inf], [0.0, -math.inf]])
+    assert torch.equal(attention.attention_weights(rows), torch.tensor([[0.0, 0.0], [1, 0]]))
+
+
+def test_from_spec_takes_any_order_and_any_length():
+    gates = {f"g{i}": ("NOT", [f"g{i + 1}" if i < 4999 else "x"]) for i in range(5000)}
+    chain = circuits.Circuit.from_spec(["x"], gates, "g0")  # listed output first
+    assert chain.size == 5001 and chain.depth == 5000
+    assert chain.evaluate("1") is True and chain.evaluate("0") is False  # 5000 NOTs
+
+
+def test_companion_exports_every_public_module():
+    import companion
+
+    for name in ("residual", "training", "length_generalization"):
+        assert name in companion.__all__ and hasattr(companion, name)
