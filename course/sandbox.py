@@ -46,7 +46,9 @@ from pathlib import Path
 
 TIMEOUT = "CellTimeout"  # the error name of a cell that ran out of time
 HIDDEN_TEST = "hidden_test"  # cell metadata of the cells whose printed output is reported
-MAX_PRINTED = 1_000_000  # characters of a hidden-test cell's printed output that are kept
+# characters of a hidden-test cell's printed output that are kept: more than the longest value
+# the grader parses (course.hidden.MAX_VALUE_CHARS), so that a longer one is refused as such
+MAX_PRINTED = 1_100_000
 MAX_ERROR = 2_000  # characters of an error's message that are kept
 MAX_RESULT = 16 * MAX_PRINTED  # bytes of the worker's outcome the grader reads
 HOME = "/home/student"  # the kernel's home and working folder in the sandbox

@@ -34,6 +34,7 @@ from course.assignments import (
 )
 from course.grade import Grader, gradescope_results, main, table, write_csv, write_written_answers
 from course.sandbox import (
+    MAX_PRINTED,
     MAX_RESULT,
     checked_outcome,
     enforced_limits,
@@ -429,6 +430,7 @@ def test_the_outcome_is_checked_field_by_field():
             checked_outcome(bad)
     with pytest.raises(ValueError, match="nested deeper"):
         hidden.value_printed(hidden.MARKER + "[" * 50 + "]" * 50)
+    assert MAX_PRINTED > hidden.MAX_VALUE_CHARS + len(hidden.MARKER), "a long value is named"
     assert hidden.value_printed(hidden.MARKER + '["[[[[", 1]') == ["[[[[", 1]
 
 
