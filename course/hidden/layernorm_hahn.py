@@ -1,17 +1,139 @@
 """Hidden tests of the exercises of *Layer normalization against Hahn's lemma*
-(``book/layernorm_hahn.ipynb``)."""
+(``book/layernorm_hahn.ipynb``), and their graded variants (:mod:`course.variants`)."""
 
+import math
 import random
 
 from course.hidden import HiddenTest, close, log_uniform
+from course.variants import Variant
+
+QUESTION = "How does the answer compare with the paper's formula in nats?"  # the book's
+SOLUTION = ("so the cross-entropy in bits is\n$\\log_2(1 + e^{-c\\sqrt{d/2}})$. Setting it to "
+            "$\\eta$ gives $e^{-c\\sqrt{d/2}} = 2^\\eta - 1$, so\n"
+            "$c = -\\ln(2^\\eta - 1)/\\sqrt{d/2}$: the paper's $-\\ln(e^\\eta - 1)/\\sqrt{d/2}$ "
+            "with $e^\\eta$\n(nats) replaced by $2^\\eta$ (bits).")
+
+TARGETS = {  # another target than the cross-entropy in bits, and the largest eta tested (c > 0
+    # up to ln 2 nats and a probability 1/2)
+    "the cross-entropy in nats": (0.6, {
+        "Proposition 2 in bits": "Proposition 2 in nats",
+        "is exactly `eta` **bits**": "is exactly `eta` **nats**",
+        QUESTION:
+            "For which `eta` is it positive, and how does it compare with the scale for `eta` "
+            "bits?",
+        SOLUTION:
+            "so the cross-entropy in nats is\n$\\ln(1 + e^{-c\\sqrt{d/2}})$. Setting it to "
+            "$\\eta$ gives $e^{-c\\sqrt{d/2}} = e^\\eta - 1$, so\n$c = -\\ln(e^\\eta - 1)/"
+            "\\sqrt{d/2}$, the paper's bound taken with equality. It is positive only for\n"
+            "$\\eta < \\ln 2$ nats, the cross-entropy of a coin flip; for $\\eta$ bits, "
+            "$2^\\eta$ replaces $e^\\eta$.",
+        "math.log(2**eta - 1)": "math.log(math.exp(eta) - 1)",
+        "for eta in (1.0, 0.1, 1e-3):": "for eta in (0.5, 0.1, 1e-3):",
+        "bits = math.log2(": "nats = math.log(",
+        "abs(bits - eta)": "abs(nats - eta)",
+        "your scale gives {bits} bits": "your scale gives {nats} nats",
+    }),
+    "the probability of the wrong answer": (0.45, {
+        "Proposition 2 in bits": "Proposition 2 as a probability",
+        "for which every string's cross-entropy is exactly `eta` **bits**":
+            "for which every string gets the wrong answer with probability exactly `eta`\n"
+            "($0 < \\eta < \\tfrac12$)",
+        QUESTION:
+            "How does it compare with the scale for a cross-entropy of `eta` bits?",
+        SOLUTION:
+            "so the probability of the wrong answer\nis $\\sigma(-c\\sqrt{d/2}) = 1/(1 + "
+            "e^{c\\sqrt{d/2}})$. Setting it to $\\eta$ gives $e^{c\\sqrt{d/2}} =\n(1 - \\eta)/"
+            "\\eta$, so $c = \\ln((1 - \\eta)/\\eta)/\\sqrt{d/2}$, positive for $\\eta < "
+            "\\tfrac12$. For a\ncross-entropy of $\\eta$ bits it is $-\\ln(2^\\eta - 1)/"
+            "\\sqrt{d/2}$, larger: when the wrong answer has\nprobability $\\eta$, the "
+            "cross-entropy is $-\\log_2(1 - \\eta) \\ge \\eta/\\ln 2 > \\eta$ bits.",
+        "-math.log(2**eta - 1)": "math.log((1 - eta) / eta)",
+        "for eta in (1.0, 0.1, 1e-3):": "for eta in (0.4, 0.1, 1e-3):",
+        "bits = math.log2(1 + math.exp(-c * math.sqrt(d / 2)))":
+            "wrong = 1 / (1 + math.exp(c * math.sqrt(d / 2)))",
+        "abs(bits - eta)": "abs(wrong - eta)",
+        "your scale gives {bits} bits": "your scale gives a probability of {wrong}",
+    }),
+}
+
+
+def _scale(rng: random.Random) -> Variant:
+    words = rng.choice(sorted(TARGETS))
+    largest, replace = TARGETS[words]
+    return Variant(f"{words}, not the cross-entropy in bits", replace, {"largest eta": largest})
+
+
+def _crossover(rng: random.Random) -> Variant:
+    ratio = rng.choice([3, 2])  # of eps to the variance, where the logit is 1/sqrt(1 + ratio)
+    fraction = {3: "half", 2: "$1/\\sqrt{3}$"}[ratio]  # of its eps = 0 value
+    return Variant(f"the variance at most eps/{ratio}", {
+        "would see a variance\n$2 s_n^2 / d$ at most $\\varepsilon$ ($d = 12$).":
+            f"would see a variance\n$2 s_n^2 / d$ at most $\\varepsilon/{ratio}$ ($d = 12$): "
+            f"where the ratio $r$ of the chapter reaches {ratio},\nand the logit has fallen to "
+            f"{fraction} of its $\\varepsilon = 0$ value.",
+        "as the chapter's\ngrid found;":
+            f"beyond the chapter's\ncrossover (where $r = 1$) by a factor of about "
+            f"$\\sqrt{{{ratio}}}$, since $|s_n|$ falls about like $1/n$ there;",
+        "return 2 * s**2 / model.d <= eps": f"return 2 * s**2 / model.d <= eps / {ratio}",
+        "assert variance_at(n, eps) <= eps,": f"assert variance_at(n, eps) <= eps / {ratio},",
+        "variance_at(n - 1, eps) > eps,": f"variance_at(n - 1, eps) > eps / {ratio},",
+    })
+
+
+def _accuracy(delta: float, m: int, p: float) -> float:
+    """The variant's answer: the probability that a string of m symbols, each 1 with probability
+    p, is classified right (p = 1/2: the book's fraction of all strings)."""
+    return sum(math.comb(m, k) * p**k * (1 - p)**(m - k) for k in range(m + 1)
+               if round(delta * k) % 2 == 0)
+
+
+def _random_strings(rng: random.Random) -> Variant:
+    p = rng.choice([0.25, 0.75])
+    q = round(1 - p, 2)
+    return Variant(f"random strings with P(1) = {p}", {
+        "the\nfraction of all strings of length $m$ that the $\\varepsilon = 0$ PARITY solution "
+        "classifies\ncorrectly":
+            "the\nprobability that the $\\varepsilon = 0$ PARITY solution classifies correctly a "
+            f"random string of\nlength $m$ whose symbols are 1 independently with probability "
+            f"${p}$,",
+        "computed from the number of strings with each\nnumber of 1s (no model).":
+            "computed from the probability of each number of\n1s (no model).",
+        "on every string of\nlength 12.": "on every string of\nlength 12, weighted by its "
+                                          "probability.",
+        "$\\binom{m}{k}$ strings have\n$k$ ones.":
+            f"a random string has $k$ ones\nwith probability $\\binom{{m}}{{k}} {p}^k "
+            f"{q}^{{m-k}}$.",
+        "right = sum(math.comb(m, k) for k in range(m + 1)\n"
+        "                if round(delta * k) % 2 == 0)\n    return right / 2**m":
+            f"return sum(math.comb(m, k) * {p}**k * {q}**(m - k)\n"
+            "               for k in range(m + 1) if round(delta * k) % 2 == 0)",
+        "w = all_strings(12)\n":
+            "w = all_strings(12)\n"
+            f"chance = {p}**w.sum(dim=1) * {q}**(12 - w.sum(dim=1))  # of each "
+            "string\n",
+        "== parity(w)).double().mean().item()": "== parity(w)).double().dot(chance).item()",
+    }, {"p": p})
+
+
+VARIANTS = {"ex-lnh-scale": _scale, "ex-lnh-crossover": _crossover,
+            "ex-lnh-accuracy": _random_strings}
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
+    scale, accuracy = variants.get("ex-lnh-scale"), variants.get("ex-lnh-accuracy")
+    largest_eta = scale.params["largest eta"] if scale else 2.0
+    p = accuracy.params["p"] if accuracy else 0.5
+
+    def accuracy_test():
+        while True:  # for a variant, inputs where the book's uniform strings give another value
+            delta, m = rng.uniform(-0.49, 0.49), rng.randrange(4, 40)
+            if p == 0.5 or abs(_accuracy(delta, m, p) - _accuracy(delta, m, 0.5)) > 1e-6:
+                return HiddenTest(f"predicted_accuracy({delta!r}, {m})")
+
     return {
-        "ex-lnh-scale": [HiddenTest(f"output_scale({log_uniform(rng, 1e-4, 2.0)!r}, "
+        "ex-lnh-scale": [HiddenTest(f"output_scale({log_uniform(rng, 1e-4, largest_eta)!r}, "
                                     f"{2 * rng.randrange(1, 30)})") for _ in range(3)],
         "ex-lnh-crossover": [HiddenTest(f"crossover_length({log_uniform(rng, 3e-5, 1e-2)!r})",
                                         close(rtol=0, atol=0)) for _ in range(2)],
-        "ex-lnh-accuracy": [HiddenTest(f"predicted_accuracy({rng.uniform(-0.49, 0.49)!r}, "
-                                       f"{rng.randrange(4, 40)})") for _ in range(3)],
+        "ex-lnh-accuracy": [accuracy_test() for _ in range(3)],
     }
