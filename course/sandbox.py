@@ -289,15 +289,15 @@ def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
                "--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
     if _supports("--disable-userns"):
         command.append("--disable-userns")
+    command += ["--proc", "/proc", "--dev", "/dev"]
+    for folder in ("/tmp", HOME, "/dev/shm"):  # first: a Python under /tmp is bound over it
+        command += ["--size", tmpfs, "--tmpfs", folder]
     for kind, path in _host_paths():
         if kind == "symlink":
             command += ["--symlink", *path.split("\0")]
         else:
             command += [f"--{kind}", path, path]
-    command += ["--ro-bind", __file__, WORKER, "--proc", "/proc", "--dev", "/dev"]
-    for folder in ("/tmp", HOME, "/dev/shm"):
-        command += ["--size", tmpfs, "--tmpfs", folder]
-    command += ["--chdir", HOME, "--clearenv"]
+    command += ["--ro-bind", __file__, WORKER, "--chdir", HOME, "--clearenv"]
     for name, value in _environment().items():
         command += ["--setenv", name, value]
     return [*command, "--", sys.executable, "-I", WORKER, *arguments]

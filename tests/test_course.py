@@ -36,6 +36,7 @@ from course.grade import Grader, gradescope_results, main, table, write_csv, wri
 from course.sandbox import (
     MAX_PRINTED,
     MAX_RESULT,
+    bwrap_command,
     checked_outcome,
     enforced_limits,
     run_sandboxed,
@@ -432,6 +433,15 @@ def test_the_outcome_is_checked_field_by_field():
         hidden.value_printed(hidden.MARKER + "[" * 50 + "]" * 50)
     assert MAX_PRINTED > hidden.MAX_VALUE_CHARS + len(hidden.MARKER), "a long value is named"
     assert hidden.value_printed(hidden.MARKER + '["[[[[", 1]') == ["[[[[", 1]
+
+
+def test_the_sandbox_shows_python_even_from_a_temporary_folder():
+    """The sandbox's own /tmp is mounted before the read-only Python environment, which may
+    lie under /tmp (a clone there): mounted after, it would hide it."""
+    command = bwrap_command([], 2**30)
+    mounts = [i for i, word in enumerate(command) if word == "--tmpfs"]
+    binds = [i for i, word in enumerate(command) if word == "--ro-bind"]
+    assert mounts and binds and max(mounts) < min(binds)
 
 
 def test_a_sandboxed_notebook_sees_no_file_of_the_grader(tmp_path):
