@@ -319,9 +319,10 @@ def summary(benchmarks, samples: int = 1000, generator: torch.Generator | None =
     bootstrap interval (:func:`bootstrap_difference` with ``samples`` and ``generator``)."""
     import pandas as pd  # on first use only, like companion.tables
 
-    if not isinstance(benchmarks, list | tuple):
-        raise TypeError(f"benchmarks must be a list of Benchmarks, got "
+    if isinstance(benchmarks, str | bytes) or not hasattr(benchmarks, "__iter__"):
+        raise TypeError(f"benchmarks must be an iterable of Benchmarks, got "
                         f"{type(benchmarks).__name__}")
+    benchmarks = list(benchmarks)
     tasks = [result.task if isinstance(result, Benchmark) else None for result in benchmarks]
     if None in tasks or len(set(tasks)) != len(tasks):
         raise ValueError(f"benchmarks must be Benchmarks of distinct tasks, got {tasks}")

@@ -93,6 +93,9 @@ def test_summary_reads_the_accuracies_of_each_task():
     result = Benchmark("cycle_navigation", [0, 1, 2], ("standard", "scaled"),
                        [10, 40, 60, 100], 40, accuracy)
     table = summary([result], samples=200, generator=torch.Generator().manual_seed(0))
+    same = summary({result.task: result}.values(), samples=200,
+                   generator=torch.Generator().manual_seed(0))
+    assert same.equals(table), "any iterable of benchmarks, as the appendix passes"
     row = table.loc["cycle_navigation"]
     assert math.isclose(row["chance"], 1 / 5)
     assert math.isclose(row["fit std"], (0.95 + 0.8 + 0.8) / 3)
