@@ -1,0 +1,92 @@
+"""Execute chapters side by side, each in its own kernel, and keep what each one computed.
+
+Meant for a machine with a GPU and many cores, where the full profile's chapters run at once
+(``make full`` runs them one after another and needs the whole Jupyter Book stack; this needs
+only nbclient and ipykernel). Each chapter runs in its own process with the environment given
+(``BOOK_SCALE=full``, say). After every cell the executed notebook is written to
+``OUT/<chapter>.ipynb``, so a chapter stopped by its time limit or by a failing cell keeps the
+cells it finished; ``tools/full_figures.py OUT book/figures/full`` then records its figures.
+``OUT/times.json`` gives each chapter's seconds, its last executed cell and its outcome.
+
+    BOOK_SCALE=full python tools/run_chapters.py OUT --limit 3600 exact_solutions recall
+"""
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BOOK = Path(__file__).resolve().parent.parent / "book"
+
+
+def execute(chapter: str, out: Path) -> None:
+    """Run ``book/<chapter>.ipynb`` cell by cell, writing the notebook after each cell."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    # stopped at its limit, the chapter's kernel is shut down on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
+    notebook = nbformat.read(BOOK / f"{chapter}.ipynb", as_version=4)
+    client = NotebookClient(notebook, timeout=None, kernel_name="python3",
+                            resources={"metadata": {"path": str(BOOK)}})
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            client.execute_cell(cell, index)
+            nbformat.write(notebook, out / f"{chapter}.ipynb")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for the executed notebooks")
+    parser.add_argument("chapters", nargs="+", help="chapter names, e.g. recall")
+    parser.add_argument("--limit", type=float, default=3600,
+                        help="seconds each chapter may run (default 3600)")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.one:
+        execute(args.chapters[0], args.out)
+        return
+    for chapter in args.chapters:
+        if not (BOOK / f"{chapter}.ipynb").is_file():
+            parser.error(f"no chapter book/{chapter}.ipynb")
+    start = time.monotonic()
+    running = {chapter: subprocess.Popen(
+        [sys.executable, __file__, str(args.out), chapter, "--one"],
+        stdout=open(args.out / f"{chapter}.log", "w"), stderr=subprocess.STDOUT)
+        for chapter in args.chapters}
+    times = {}
+    while running:
+        time.sleep(1)
+        elapsed = time.monotonic() - start
+        for chapter, process in list(running.items()):
+            if process.poll() is None and elapsed < args.limit:
+                continue
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                outcome = f"stopped after {args.limit:.0f} s"
+            else:
+                outcome = "passed" if process.returncode == 0 else "failed"
+            executed = args.out / f"{chapter}.ipynb"
+            cells = (json.loads(executed.read_text())["cells"] if executed.is_file() else [])
+            done = sum(1 for cell in cells if cell.get("execution_count") is not None)
+            times[chapter] = dict(seconds=round(elapsed, 1), outcome=outcome,
+                                  code_cells_run=done)
+            print(f"{chapter}: {outcome} in {elapsed:.0f} s, {done} code cells run",
+                  flush=True)
+            del running[chapter]
+    (args.out / "times.json").write_text(json.dumps(times, indent=1) + "\n")
+    if any(t["outcome"] != "passed" for t in times.values()):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
