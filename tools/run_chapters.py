@@ -6,7 +6,8 @@ only nbclient and ipykernel). Each chapter runs in its own process with the envi
 (``BOOK_SCALE=full``, say). After every cell the executed notebook is written to
 ``OUT/<chapter>.ipynb``, so a chapter stopped by its time limit or by a failing cell keeps the
 cells it finished; ``tools/full_figures.py OUT book/figures/full`` then records its figures.
-``OUT/times.json`` gives each chapter's seconds, its last executed cell and its outcome.
+``OUT/times.json`` gives each chapter's seconds, its outcome and how many code cells ran (a
+failing cell counts, and is kept with its error).
 
     BOOK_SCALE=full python tools/run_chapters.py OUT --limit 3600 exact_solutions recall
 """
@@ -22,19 +23,24 @@ from pathlib import Path
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
 
-def execute(chapter: str, out: Path) -> None:
+def execute(chapter: str, out: Path, book: Path = BOOK) -> None:
     """Run ``book/<chapter>.ipynb`` cell by cell, writing the notebook after each cell."""
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     # stopped at its limit, the chapter's kernel is shut down on the way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
-    notebook = nbformat.read(BOOK / f"{chapter}.ipynb", as_version=4)
+    notebook = nbformat.read(book / f"{chapter}.ipynb", as_version=4)
     client = NotebookClient(notebook, timeout=None, kernel_name="python3",
-                            resources={"metadata": {"path": str(BOOK)}})
+                            resources={"metadata": {"path": str(book)}})
     with client.setup_kernel():
         for index, cell in enumerate(notebook.cells):
-            client.execute_cell(cell, index)
+            try:
+                client.execute_cell(cell, index)
+            except CellExecutionError:  # kept too, with its error
+                nbformat.write(notebook, out / f"{chapter}.ipynb")
+                raise
             nbformat.write(notebook, out / f"{chapter}.ipynb")
 
 
@@ -44,18 +50,20 @@ def main() -> None:
     parser.add_argument("chapters", nargs="+", help="chapter names, e.g. recall")
     parser.add_argument("--limit", type=float, default=3600,
                         help="seconds each chapter may run (default 3600)")
+    parser.add_argument("--book", type=Path, default=BOOK,
+                        help="the folder of the chapters (default: book/)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.one:
-        execute(args.chapters[0], args.out)
+        execute(args.chapters[0], args.out, args.book)
         return
     for chapter in args.chapters:
-        if not (BOOK / f"{chapter}.ipynb").is_file():
-            parser.error(f"no chapter book/{chapter}.ipynb")
+        if not (args.book / f"{chapter}.ipynb").is_file():
+            parser.error(f"no chapter {args.book / chapter}.ipynb")
     start = time.monotonic()
     running = {chapter: subprocess.Popen(
-        [sys.executable, __file__, str(args.out), chapter, "--one"],
+        [sys.executable, __file__, str(args.out), chapter, "--one", "--book", str(args.book)],
         stdout=open(args.out / f"{chapter}.log", "w"), stderr=subprocess.STDOUT)
         for chapter in args.chapters}
     times = {}

@@ -1,0 +1,42 @@
+"""tools/run_chapters.py: chapters run side by side, and each keeps the cells it finished."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def notebook(path: Path, *sources: str) -> None:
+    nbformat.write(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(source) for source in sources]), path)
+
+
+def test_passed_failed_and_stopped_chapters_keep_their_cells(tmp_path):
+    book, out = tmp_path / "book", tmp_path / "out"
+    book.mkdir()
+    notebook(book / "passes.ipynb", "x = 1", "print(x + 1)")
+    notebook(book / "fails.ipynb", "x = 1", "assert x == 2", "y = 3")
+    notebook(book / "stops.ipynb", "x = 1", "import time\ntime.sleep(600)", "y = 3")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(out), "passes", "fails",
+         "stops", "--limit", "20", "--book", str(book)],
+        capture_output=True, text=True, timeout=180)
+    assert run.returncode == 1, run.stdout + run.stderr  # not every chapter passed
+    times = json.loads((out / "times.json").read_text())
+    assert {name: (t["outcome"], t["code_cells_run"]) for name, t in times.items()} == {
+        "passes": ("passed", 2), "fails": ("failed", 2), "stops": ("stopped after 20 s", 1)}
+    cells = json.loads((out / "passes.ipynb").read_text())["cells"]
+    assert "".join(cells[1]["outputs"][0]["text"]) == "2\n"
+    failed = json.loads((out / "fails.ipynb").read_text())["cells"][1]
+    assert failed["outputs"][0]["ename"] == "AssertionError"
+
+
+def test_an_unknown_chapter_is_refused(tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(tmp_path), "nope"],
+        capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "nope.ipynb" in run.stderr
