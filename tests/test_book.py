@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import yaml
 from apidoc import cite_keys  # tools/, on pytest's pythonpath
 from bibstyle import author_year_label
 from book_config import write_config
+from downloads import CHAPTERS, wheel_name
 from latexbook import bookmark_text
 from pybtex.database import parse_file
 from toc import toc_files
@@ -261,12 +263,17 @@ def test_book_builds_without_warnings(built_book):
 def test_a_chapter_page_offers_its_notebook_with_and_without_outputs(built_book):
     """tools/downloads.py: each chapter's download menu links the notebook as executed for the
     page (with its outputs) and as committed (without); every chapter and appendix links the
-    book's PDF (Sphinx's generated index pages have no download menu)."""
+    book's PDF, the companion's wheel and every chapter in a zip (Sphinx's generated index
+    pages have no download menu)."""
     returncode, log, html = built_book
     assert returncode == 0, log
     for page in (html / "book").glob("*.html"):  # every page of the book's own
-        assert 'href="../book.pdf"' in page.read_text(), page.name
+        for offered in ("book.pdf", wheel_name(), CHAPTERS):
+            assert f'href="../{offered}"' in page.read_text(), (page.name, offered)
     assert (html / "book.pdf").read_bytes().startswith(b"%PDF")
+    assert zipfile.is_zipfile(html / wheel_name())
+    with zipfile.ZipFile(html / CHAPTERS) as chapters:
+        assert sorted(chapters.namelist()) == sorted(n.name for n in NOTEBOOKS)
     for notebook in NOTEBOOKS:
         page = (html / "book" / f"{notebook.stem}.html").read_text()
         executed = f"../_downloads/executed/book/{notebook.name}"

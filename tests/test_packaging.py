@@ -1,15 +1,19 @@
 """The package: every third-party module that ``import companion`` loads at module level comes
 from a distribution listed in pyproject's dependencies; the repository it installs from is
-named once; and a chapter runs outside the clone, from a fresh virtual environment."""
+named once; and a chapter runs outside the clone, from the site's files, in a fresh virtual
+environment."""
 
 import ast
+import functools
+import http.server
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import sys
+import threading
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -78,7 +82,8 @@ def test_the_repository_is_named_once():
     """_config.yml names the repository; the book's pages take it from there (tools/repository.py)
     and the README's commands are the ones the introduction prints."""
     import yaml
-    from repository import DISTRIBUTION, substitutions  # tools/, on pytest's pythonpath
+    from downloads import wheel_name  # tools/, on pytest's pythonpath
+    from repository import DISTRIBUTION, substitutions
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     url = config["repository"]["url"]
@@ -88,40 +93,56 @@ def test_the_repository_is_named_once():
     for page in pages:
         assert url not in page.read_text(), f"{page.name}: write {{{{ repository }}}}"
     intro = (ROOT / "book" / "intro.md").read_text()
-    commands = substitutions(url, config["repository"]["branch"])
+    commands = substitutions(url, wheel_name(), config["repository"]["branch"])
     for name in commands:
         assert f"{{{{ {name} }}}}" in intro
     readme = (ROOT / "README.md").read_text()
-    for name in ("install_in_a_venv", "install_in_colab"):
+    for name in ("install_in_a_venv", "install_in_colab", "install_from_repository"):
         assert commands[name] in readme, f"README: the commands of {name}"
     addresses = set(re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", readme))
     assert addresses == {url}
 
 
 @pytest.mark.slow  # a fresh virtual environment, PyTorch installed into it, a chapter executed
-def test_a_chapter_runs_outside_the_clone(tmp_path):
-    """As a learner without a clone: the package installed from the checkout into a fresh
-    virtual environment (the versions of requirements.txt as constraints), a chapter copied
-    elsewhere and executed there, importing the installed companion."""
-    package = tmp_path / "package"  # a copy: building a wheel writes into the source tree
-    shutil.copytree(ROOT / "companion", package / "companion",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, package)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               "-c", str(ROOT / "requirements.txt"), str(package), "ipykernel", "nbclient"]
-    subprocess.run(install, check=True, timeout=1200)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    chapter = shutil.copy(ROOT / "book" / "recognizers.ipynb", elsewhere)
+def test_a_chapter_runs_from_the_sites_files(tmp_path):
+    """As a learner without a clone: the wheel and chapters.zip built as the site builds them
+    (tools/downloads.py), served over HTTP on 127.0.0.1, the wheel installed from there into a
+    fresh virtual environment (the versions of requirements.txt as constraints), the chapters
+    unpacked elsewhere, and a chapter executed there, importing the installed companion."""
+    from downloads import CHAPTERS, package_files, wheel_name
+    from repository import substitutions
+
+    site = tmp_path / "site"
+    package_files(site)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                   "-c", str(ROOT / "requirements.txt"), f"{address}/{wheel_name()}",
+                   "ipykernel", "nbclient"]
+        subprocess.run(install, check=True, timeout=1200)
+        elsewhere = tmp_path / "elsewhere"
+        with urllib.request.urlopen(f"{address}/{CHAPTERS}") as response:
+            (tmp_path / CHAPTERS).write_bytes(response.read())
+    finally:
+        server.shutdown()
+    # the introduction's command unpacks the chapters
+    unpack = substitutions("https://github.com/o/n", wheel_name())["install_in_a_venv"]
+    assert f"python3 -m zipfile -e {CHAPTERS} chapters" in unpack
+    subprocess.run([str(python), "-m", "zipfile", "-e", str(tmp_path / CHAPTERS),
+                    str(elsewhere)], check=True)
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(
+        p.name for p in (ROOT / "book").glob("*.ipynb"))
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     where = subprocess.run([str(python), "-c", "import companion; print(companion.__file__)"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True)
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout
-    executed = subprocess.run([str(venv / "bin" / "jupyter-execute"), chapter],
+    executed = subprocess.run([str(venv / "bin" / "jupyter-execute"), "recognizers.ipynb"],
                               cwd=elsewhere, env={**env, "BOOK_SCALE": "quick"},
                               capture_output=True, text=True, timeout=600)
     assert executed.returncode == 0, executed.stderr[-3000:]

@@ -8,9 +8,19 @@ suffix) and a "print to PDF" of the page. For a chapter, this extension offers i
 * the notebook as committed, without outputs (the source that Sphinx copies to ``_sources``);
 * the book's PDF (``make pdf``; ``book.pdf`` at the site's root), which every page offers in
   place of the browser's print of the page.
+
+Every page also offers what a reader needs to run the chapters without a clone, built with the
+site and put at its root (:func:`package_files`): the companion library as a wheel, and every
+chapter's notebook, as committed, in ``chapters.zip``. The introduction's commands install
+from these two files.
 """
 
 import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -18,6 +28,37 @@ from executed import from_cache
 
 EXECUTED = "_downloads/executed"
 PDF = "book.pdf"
+CHAPTERS = "chapters.zip"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wheel_name(root: Path = ROOT) -> str:
+    """The file name of the companion's wheel, from ``pyproject.toml``'s name and version."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+
+
+def package_files(out: Path, root: Path = ROOT) -> list[Path]:
+    """Build, into ``out``, the companion's wheel (:func:`wheel_name`) from a copy of the
+    package (building writes into its source tree) and ``chapters.zip``, the notebooks of
+    ``book/`` as committed. Returns the two paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(root / "companion", Path(tmp, "companion"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            shutil.copy(root / name, tmp)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                        "--no-build-isolation", "--disable-pip-version-check",
+                        "--wheel-dir", str(out), tmp], check=True, capture_output=True)
+    wheel = out / wheel_name(root)
+    if not wheel.is_file():
+        raise RuntimeError(f"pip built no {wheel.name} in {out}")
+    chapters = out / CHAPTERS
+    with zipfile.ZipFile(chapters, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for notebook in sorted((root / "book").glob("*.ipynb")):
+            bundle.write(notebook, notebook.name)
+    return [wheel, chapters]
 
 
 def _menu(context) -> dict | None:
@@ -34,9 +75,18 @@ def offer_downloads(app, pagename, templatename, context, doctree) -> None:
     book = {"type": "link", "url": pathto(PDF, 1), "text": "the book as PDF",
             "icon": "fas fa-file-pdf", "tooltip": "Download the whole book as one PDF",
             "label": "download-book-pdf-button"}
+    package = {"type": "link", "url": pathto(wheel_name(), 1),
+               "text": "companion library (wheel)", "icon": "fas fa-box",
+               "tooltip": "Download the companion library, to install with pip",
+               "label": "download-wheel-button"}
+    chapters = {"type": "link", "url": pathto(CHAPTERS, 1), "text": "every chapter (zip)",
+                "icon": "fas fa-file-archive",
+                "tooltip": "Download every chapter's notebook, without outputs",
+                "label": "download-chapters-button"}
     if context.get("page_source_suffix") != ".ipynb":
         menu["buttons"] = [*(b for b in menu["buttons"]
-                             if b.get("label") != "download-pdf-button"), book]
+                             if b.get("label") != "download-pdf-button"), book, package,
+                           chapters]
         return
     executed = {"type": "link", "url": f"{pathto(EXECUTED, 1)}/{pagename}.ipynb",
                 "text": "notebook with outputs", "icon": "fas fa-book-open",
@@ -46,7 +96,7 @@ def offer_downloads(app, pagename, templatename, context, doctree) -> None:
               "text": "notebook, no outputs", "icon": "fas fa-code",
               "tooltip": "Download the notebook as committed, to run yourself",
               "label": "download-notebook-button"}
-    menu["buttons"] = [executed, source, book]
+    menu["buttons"] = [executed, source, book, package, chapters]
 
 
 def copy_executed_notebooks(app, exception) -> None:
@@ -69,8 +119,15 @@ def copy_executed_notebooks(app, exception) -> None:
             shutil.copyfile(written, target)
 
 
+def write_package_files(app, exception) -> None:
+    """Put the wheel and ``chapters.zip`` (:func:`package_files`) at the HTML site's root."""
+    if exception is None and app.builder.format == "html":
+        package_files(Path(app.outdir))
+
+
 def setup(app):
     """Register the extension with Sphinx."""
     app.connect("html-page-context", offer_downloads, priority=900)
     app.connect("build-finished", copy_executed_notebooks)
+    app.connect("build-finished", write_package_files)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

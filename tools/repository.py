@@ -5,8 +5,12 @@ it to the theme as ``html_theme_options["repository_url"]``). This extension tur
 substitutions for the book's pages, so that no page repeats the address:
 
 * ``{{ repository }}``: the address, as a link;
-* ``{{ install_in_a_venv }}``: the commands that run a chapter in a fresh virtual environment;
-* ``{{ install_in_colab }}``: the first cell that installs the companion in Google Colab.
+* ``{{ wheel }}``: the file name of the companion's wheel, which the site offers;
+* ``{{ install_in_a_venv }}``: the commands that run a chapter in a fresh virtual environment,
+  from the wheel and ``chapters.zip`` downloaded from the site;
+* ``{{ install_in_colab }}``: the first cell that installs the companion in Google Colab, from
+  the wheel uploaded there;
+* ``{{ install_from_repository }}``: the command that installs it from the repository instead.
 
 The companion library is the distribution ``transformers-formal-languages`` (the name
 ``companion`` on PyPI belongs to an unrelated package); it is imported as ``companion``.
@@ -14,6 +18,8 @@ The companion library is the distribution ``transformers-formal-languages`` (the
 
 import re
 from pathlib import Path
+
+from downloads import wheel_name
 
 DISTRIBUTION = "transformers-formal-languages"
 REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
@@ -27,27 +33,31 @@ def jupyterlab_pins() -> list[str]:
     return pins
 
 
-def substitutions(url: str, branch: str = "main") -> dict[str, str]:
-    """The MyST substitutions that name the repository at ``url`` (a GitHub address). The
-    commands keep their lines short, to fit the page: the address is set once in each."""
-    requirement = f'"{DISTRIBUTION} @ git+$REPO"'
+def substitutions(url: str, wheel: str, branch: str = "main") -> dict[str, str]:
+    """The MyST substitutions for the commands that install the companion: from the site's own
+    files (``wheel``, the wheel's file name, and ``chapters.zip``, which every page offers for
+    download; ``tools/downloads.py``) or from the repository at ``url`` (a GitHub address)."""
     venv = "\n".join([
         "```bash",
         "python3 -m venv tfl && . tfl/bin/activate",
         "# without a CUDA GPU, PyTorch's CPU build is ten times smaller:",
         "pip install torch --index-url https://download.pytorch.org/whl/cpu",
-        f"REPO={url}",
-        f"pip install {requirement} \\",
+        f"pip install ./{wheel} \\",
         f"    {' '.join(jupyterlab_pins())}",
-        f"curl -LO $REPO/raw/{branch}/book/recognizers.ipynb",
-        "jupyter lab recognizers.ipynb",
+        "python3 -m zipfile -e chapters.zip chapters",
+        "jupyter lab chapters/recognizers.ipynb",
         "```"])
-    colab = "\n".join([  # IPython expands {REPO} in a magic's line
+    colab = "\n".join([
         "```python",
-        f'REPO = "{url}"',
-        f'%pip install "{DISTRIBUTION} @ git+{{REPO}}"',
+        f"%pip install {wheel}",
         "```"])
-    return {"repository": f"<{url}>", "install_in_a_venv": venv, "install_in_colab": colab}
+    from_repository = "\n".join([
+        "```bash",
+        f"REPO={url}",
+        f'pip install "{DISTRIBUTION} @ git+$REPO@{branch}"',
+        "```"])
+    return {"repository": f"<{url}>", "wheel": f"`{wheel}`", "install_in_a_venv": venv,
+            "install_in_colab": colab, "install_from_repository": from_repository}
 
 
 def add_substitutions(app, config) -> None:
@@ -58,8 +68,9 @@ def add_substitutions(app, config) -> None:
             or "executablebooks" in url:  # Jupyter Book's default is its own repository
         raise ValueError("_config.yml: repository.url must give the book's GitHub repository "
                          f"as https://github.com/OWNER/NAME, got {url!r}")
-    config.myst_substitutions = {**config.myst_substitutions,
-                                 **substitutions(url, options.get("repository_branch", "main"))}
+    config.myst_substitutions = {
+        **config.myst_substitutions,
+        **substitutions(url, wheel_name(), options.get("repository_branch", "main"))}
 
 
 def setup(app):
