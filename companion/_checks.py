@@ -101,6 +101,18 @@ def check_float_tensor(value, name: str, ranks: tuple[int, ...]) -> torch.Tensor
     return value
 
 
+def check_keys(value, name: str, required) -> dict:
+    """``value``, which must be a dict holding every key in ``required`` (a model's parameters
+    by name, say)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict, got {type(value).__name__}")
+    missing = [key for key in required if key not in value]
+    if missing:
+        raise ValueError(f"{name} lacks the keys {missing[:3]}" + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+    return value
+
+
 def check_shape(value, name: str, shape: tuple[int, ...]) -> torch.Tensor:
     """``value``, which must be a tensor of exactly ``shape``."""
     check_tensor(value, name)

@@ -67,6 +67,10 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
     if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must be an Encoder, got {type(encoder).__name__}")
     eps = check_number(eps, "eps", minimum=0)
+    names = encoder.layout.names
+    if any(f"-{name}" in names for name in names):
+        raise ValueError("encoder is already doubled (its layout names both x and -x); "
+                         "double_for_layernorm doubles an encoder once")
     d = encoder.d
     both = lambda x: torch.cat([x, -x], dim=-1)  # noqa: E731
     with torch.no_grad():
@@ -87,7 +91,6 @@ def double_for_layernorm(encoder: Encoder, eps: float = 0.0) -> Encoder:
             new.b_F2.copy_(both(old.b_F2))
             layers.append(new)
         output = torch.cat([encoder.output_weight, torch.zeros_like(encoder.output_weight)])
-        names = encoder.layout.names
         return Encoder(both(encoder.word_embedding), doubled_position, layers, output,
                        encoder.output_bias.item(), norm="post", layernorm=True, eps=eps,
                        log_length=encoder.log_length,
@@ -104,12 +107,17 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
     ``b``: the old output layer), cancels the residual stream and writes the old logit ``s``
     and ``-s`` into dimensions 0 and 1. Layer normalization with ``eps = 0`` maps
     ``[s, -s, 0, ...]`` to ``sqrt(d/2) [sign s, -sign s, 0, ...]`` whatever ``|s|``, so the new
-    output layer ``c e_0`` gives every string the logit ``+-c sqrt(d/2)``: ``c`` is chosen so that
-    ``log2(1 + exp(-c sqrt(d/2))) <= eta`` with room to spare for rounding.
+    output layer ``c e_0`` gives every string the logit ``+-c sqrt(d/2)`` and the cross-entropy
+    ``log2(1 + exp(-c sqrt(d/2)))`` bits. The proof's ``c = -ln(2^eta - 1)/sqrt(d/2)``
+    (``e^eta`` for ``eta`` in nats) is positive only for ``0 < eta < 1`` bit: a cross-entropy
+    of 1 bit is a coin flip, which any correct sign beats, so ``eta >= 1`` is refused. The
+    margin ``c sqrt(d/2) = ln 2 - ln(2^eta - 1)`` halves ``2^eta - 1`` and so gives every string
+    exactly ``log2(1 + (2^eta - 1)/2) < eta`` bits: room for rounding, which the proof's
+    equality ``c`` would leave on the bound.
     """
     if not isinstance(model, Encoder):
         raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
-    eta = check_number(eta, "eta", above=0)
+    eta = check_number(eta, "eta", above=0, below=1)
     if not model.layernorm or model.eps != 0 or model.norm != "post":
         raise ValueError("model must be post-norm with layer normalization and eps = 0 (its "
                          "LN makes every logit the same size); got "
@@ -129,8 +137,8 @@ def sharpen(model: Encoder, eta: float) -> Encoder:
         W_F2[1] += torch.cat([-w, w])
         extra.W_F2.copy_(W_F2)
         extra.b_F2[0], extra.b_F2[1] = b, -b
-        # margin m with log2(1 + e^-m) = log2(1 + (2^eta - 1) / 2) < eta; at least 1
-        margin = max(math.log(2) - math.log(math.expm1(min(eta, 64) * math.log(2))), 1.0)
+        # the margin m of log2(1 + e^-m) = log2(1 + (2^eta - 1) / 2) < eta bits
+        margin = math.log(2) - math.log(math.expm1(eta * math.log(2)))
         output = torch.zeros(d, dtype=dtype, device=device)
         output[0] = margin / math.sqrt(d / 2)
         position = model.position_function or model.position_table.detach()

@@ -9,10 +9,11 @@ import itertools
 
 import torch
 
-from companion._checks import check_generator, check_int
+from companion._checks import check_callable, check_generator, check_int
 
 MAX_ENUMERATED_LENGTH = 20  # all_strings(20) holds 2**20 strings of 20 symbols: 168 MB
 MAX_FORMULA_LEAVES = 2**16  # constants of a random formula: random_formula(16) has 2**16
+MAX_RANDOM_SYMBOLS = 2**28  # symbols of random_strings(batch, m): batch * m, 2 GiB as int64
 
 
 def as_strings(w, name: str = "w") -> torch.Tensor:
@@ -22,6 +23,8 @@ def as_strings(w, name: str = "w") -> torch.Tensor:
     rank 2 with ``B >= 1`` rows. Anything else raises ``TypeError`` or ``ValueError``. (The
     symbols of a tensor on the ``meta`` device, which holds shapes only, are not checked.)
     """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (the argument's name), got {type(name).__name__}")
     if isinstance(w, str):
         bad = sorted(set(w) - {"0", "1"})
         if bad:
@@ -74,8 +77,12 @@ def random_strings(batch: int, m: int, generator: torch.Generator | None = None)
 
     The strings are drawn on the generator's device (the CPU when ``generator`` is None, using
     PyTorch's global generator), so a seed gives the same strings whatever device runs the model.
+    ``batch * m`` is at most ``2**28`` symbols (2 GiB).
     """
     batch, m = check_int(batch, "batch", minimum=1), check_int(m, "m", minimum=0)
+    if batch * m > MAX_RANDOM_SYMBOLS:
+        raise ValueError(f"batch * m must be at most 2**28 symbols, got batch = {batch} and "
+                         f"m = {m}; draw the strings in smaller batches")
     check_generator(generator)
     where = generator.device if generator is not None else torch.device("cpu")
     return torch.randint(0, 2, (batch, m), generator=generator, device=where)
@@ -111,6 +118,8 @@ def parse_formula(formula: str, leaf, combine):
     """
     if not isinstance(formula, str):
         raise TypeError(f"formula must be a str, got {type(formula).__name__}")
+    check_callable(leaf, "leaf")
+    check_callable(combine, "combine")
     stack = []  # items: ("(", None, pos), ("op", name, pos), ("value", result, pos)
     for pos, symbol in enumerate(formula):
         if symbol.isspace():
@@ -183,12 +192,29 @@ BFVP_GRAMMAR_AS_PRINTED = {
 }
 
 
+def _check_grammar(grammar) -> None:
+    """``grammar`` must map each nonterminal (a str) to a list of rules ``(op, operands)``, with
+    ``op`` one of "not", "and", "or" and ``operands`` a tuple of nonterminals."""
+    if not isinstance(grammar, dict):
+        raise TypeError(f"grammar must be a dict like BFVP_GRAMMAR, got {type(grammar).__name__}")
+    for head, rules in grammar.items():
+        if not isinstance(head, str) or not isinstance(rules, list | tuple) or not all(
+                isinstance(rule, tuple) and len(rule) == 2 and rule[0] in ("not", "and", "or")
+                and isinstance(rule[1], tuple) and all(part in grammar for part in rule[1])
+                for rule in rules):
+            raise ValueError(f"grammar[{head!r}] must be a list of rules (op, operands), op in "
+                             f"'not', 'and', 'or', operands a tuple of the grammar's "
+                             f"nonterminals, like BFVP_GRAMMAR's; got {rules!r:.80}")
+
+
 def derivable_from(formula: str, grammar: dict = BFVP_GRAMMAR) -> frozenset:
     """The nonterminals of ``grammar`` (``BFVP_GRAMMAR`` or ``BFVP_GRAMMAR_AS_PRINTED``) that
     derive ``formula``: the constant 1 comes from ``F1``, 0 from ``F0``, and a parenthesized
     formula from every nonterminal with a rule whose operands derive its parts. A formula is in
     the grammar's language iff ``"F1"`` is in the set. Fully parenthesized formulas have one
     parse, so the sets are computed bottom-up along it."""
+    _check_grammar(grammar)
+
     def combine(op, operands):
         return frozenset(head for head, rules in grammar.items()
                          for connective, parts in rules if connective == op

@@ -18,7 +18,7 @@ def _normalize(x: torch.Tensor, eps: float, check: bool = False) -> torch.Tensor
     centered = x - x.mean(dim=-1, keepdim=True)
     variance = (centered * centered).mean(dim=-1, keepdim=True)
     if check and eps == 0 and bool((variance == 0).any()):
-        raise ValueError("layer_norm with eps = 0 got a constant vector (variance 0); "
+        raise ValueError("layer_norm with eps = 0 got a constant vector in x (variance 0); "
                          "its normalization is undefined")
     return centered * torch.rsqrt(variance + eps)
 

@@ -7,6 +7,8 @@ activation table can name every row (:meth:`companion.transformer.Encoder.table`
 
 import torch
 
+from companion._checks import check_number
+
 
 class Layout:
     """An ordered list of distinct dimension names; ``layout["name"]`` is that dimension's index."""
@@ -32,14 +34,26 @@ class Layout:
     def vector(self, entries: dict, dtype=torch.float64) -> torch.Tensor:
         """A vector ``[d]`` that is zero except at the named entries."""
         v = torch.zeros(self.d, dtype=dtype)
-        for name, value in entries.items():
+        for name, value in _entries(entries).items():
             v[self[name]] = value
         return v
 
     def matrix(self, source: "Layout", entries: dict, dtype=torch.float64) -> torch.Tensor:
         """A matrix ``[self.d, source.d]`` mapping ``source`` vectors to ``self`` vectors
         (column convention), zero except ``entries[(row_name, column_name)]``."""
+        if not isinstance(source, Layout):
+            raise TypeError(f"source must be a Layout, got {type(source).__name__}")
         M = torch.zeros(self.d, source.d, dtype=dtype)
-        for (row, column), value in entries.items():
-            M[self[row], source[column]] = value
+        for key, value in _entries(entries).items():
+            if not (isinstance(key, tuple) and len(key) == 2):
+                raise TypeError(f"entries must be keyed by (row_name, column_name) pairs, "
+                                f"got {key!r}")
+            M[self[key[0]], source[key[1]]] = value
         return M
+
+
+def _entries(entries) -> dict:
+    """``entries``, checked to be a dict whose values are finite numbers."""
+    if not isinstance(entries, dict):
+        raise TypeError(f"entries must be a dict, got {type(entries).__name__}")
+    return {key: check_number(value, f"entries[{key!r}]") for key, value in entries.items()}

@@ -38,10 +38,17 @@ from companion._checks import (
     check_device,
     check_generator,
     check_int,
+    check_keys,
     check_number,
     check_tensor,
 )
-from companion.training import SCORE_BUDGET, VARIANTS, encoder_layer, stack_modules
+from companion.training import (
+    LAYER_PARAMETERS,
+    SCORE_BUDGET,
+    VARIANTS,
+    encoder_layer,
+    stack_modules,
+)
 from companion.transformer import sinusoidal_position_embedding
 
 
@@ -145,6 +152,8 @@ def _embed(embedding: torch.Tensor, tokens: torch.Tensor, output_token: int) -> 
 def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, output_token: int):
     """One :class:`Classifier`'s logits ``[B, classes]`` from its parameters ``p`` (by the
     module's names), attention logits multiplied by ``scale`` (1, or ``log n``)."""
+    check_keys(p, "p", ["embedding.weight", "output.weight", "output.bias"] + [
+        f"encoder.layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS])
     x = _embed(p["embedding.weight"], tokens, output_token)
     no_counts = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
     for layer in range(layers):
@@ -212,10 +221,13 @@ class Benchmark:
 def load(path) -> Benchmark:
     """The :class:`Benchmark` that :meth:`Benchmark.save` wrote to ``path`` (accuracy in
     float64)."""
-    fields = json.loads(Path(path).read_text(encoding="utf-8"))
     expected = {"task", "seeds", "variants", "lengths", "max_train_length", "accuracy"}
+    try:
+        fields = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"path {path} does not hold a saved Benchmark (JSON): {error}") from None
     if not isinstance(fields, dict) or set(fields) != expected:
-        raise ValueError(f"{path} does not hold a saved Benchmark: expected the fields "
+        raise ValueError(f"path {path} does not hold a saved Benchmark: expected the fields "
                          f"{sorted(expected)}")
     try:
         accuracy = torch.tensor(fields["accuracy"], dtype=torch.float64)
@@ -234,6 +246,8 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
     ``max_train_length`` make the score, the others measure in-distribution accuracy). Both
     variants of a seed start from the same weights and see the same strings."""
     check_choice(task, "task", tuple(TASKS))
+    if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a list of ints, got {type(seeds).__name__}")
     seeds = [check_int(seed, "every seed", minimum=0, maximum=2**63 - 2) for seed in seeds]
     lengths = list(lengths)
     if not seeds or len(set(seeds)) != len(seeds):
@@ -296,8 +310,11 @@ def bootstrap_difference(before, after, samples: int = 1000,
     """The mean of ``after - before`` over paired runs (``[runs]`` each) and a 95% percentile
     bootstrap interval for it, resampling the runs with replacement: ``(mean, low, high)``.
     ``samples`` is at most ``10**7``."""
-    before = torch.as_tensor(before, dtype=torch.float64).cpu()
-    after = torch.as_tensor(after, dtype=torch.float64).cpu()
+    try:
+        before = torch.as_tensor(before, dtype=torch.float64).cpu()
+        after = torch.as_tensor(after, dtype=torch.float64).cpu()
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"before and after must be sequences of numbers: {error}") from None
     if before.dim() != 1 or before.shape != after.shape or len(before) < 1:
         raise ValueError("before and after must be equally long 1-d sequences of runs, got "
                          f"shapes {tuple(before.shape)} and {tuple(after.shape)}")

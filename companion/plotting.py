@@ -8,16 +8,18 @@ import html
 import io
 import itertools
 import json
+import os
 import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from companion._checks import check_number
+from companion._checks import check_int, check_number
 
 # The smallest text a figure shows a reader, in CSS pixels (1 pt = 4/3 px): :func:`show` never
 # lets a panel shrink below the size at which its smallest text is this large.
@@ -67,11 +69,17 @@ def show_recorded(path) -> None:
     ``tools/full_figures.py`` records them from ``make full``'s executed chapters."""
     from IPython.display import display
 
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    expected = f"path must hold a figure bundle recorded from show() (a JSON object with a " \
+               f"'text/html' string), not {path}"
     with open(path, encoding="utf-8") as file:
-        bundle = json.load(file)
+        try:
+            bundle = json.load(file)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{expected}: {error}") from None
     if not isinstance(bundle, dict) or not isinstance(bundle.get("text/html"), str):
-        raise ValueError(f"path must hold a figure bundle recorded from show() (a JSON object "
-                         f"with a 'text/html' string), not {path}")
+        raise ValueError(expected)
     display({kind: bundle[kind] for kind in RECORDED_FORMATS if kind in bundle}, raw=True)
 
 
@@ -117,15 +125,46 @@ def _panel_image(figure: Figure, region: Bbox, renderer) -> str:
 
 
 def _axes(ax, size=(4.5, 3.5)):
+    """``ax``, checked to be a matplotlib ``Axes``, or new axes of ``size`` (inches) if None."""
     if ax is None:
         _, ax = plt.subplots(figsize=size, layout="constrained")
+    elif not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     return ax
+
+
+def _numbers(values, name: str, ranks=(1,), length: int | None = None) -> np.ndarray:
+    """``values`` (a tensor, array or nested list of real numbers) as a float64 array whose
+    rank is one of ``ranks`` and, if ``length`` is given, with ``length`` rows."""
+    try:
+        array = torch.as_tensor(values).detach().cpu().double().numpy()
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as error:
+        raise TypeError(f"{name} must hold real numbers (a list, array or tensor), "
+                        f"got {type(values).__name__}") from error
+    if array.ndim not in ranks:
+        expected = " or ".join(map(str, ranks))
+        raise ValueError(f"{name} must have rank {expected}, got shape {list(array.shape)}")
+    if length is not None and len(array) != length:
+        raise ValueError(f"{name} must have one entry per point ({length}), got {len(array)}")
+    return array
+
+
+def _curves(curves, name: str, length: int | None = None) -> dict:
+    """``curves``, a dict from a str label to a curve, with each curve checked by
+    :func:`_numbers` (``length`` points) and returned as an array."""
+    if not isinstance(curves, dict):
+        raise TypeError(f"{name} must be a dict from a label to its values, "
+                        f"got {type(curves).__name__}")
+    for label in curves:
+        if not isinstance(label, str):
+            raise TypeError(f"{name} must have str labels as keys, got {label!r}")
+    return {label: _numbers(values, f"{name}[{label!r}]", length=length)
+            for label, values in curves.items()}
 
 
 def _heat_map(values, ax, size, labels: tuple[str, str, str], title=None, **imshow):
     """Draw ``values: [rows, columns]`` as an image with a color bar; ``labels`` are the x-axis,
     y-axis and color-bar labels. Returns the axes and the values as a NumPy array."""
-    values = torch.as_tensor(values).detach().cpu().double().numpy()
     ax = _axes(ax, size=size)
     image = ax.imshow(values, **imshow)
     ax.set_xlabel(labels[0])
@@ -133,7 +172,7 @@ def _heat_map(values, ax, size, labels: tuple[str, str, str], title=None, **imsh
     if title:
         ax.set_title(title)
     ax.figure.colorbar(image, ax=ax, label=labels[2])
-    return ax, values
+    return ax
 
 
 def plot_attention(A, labels=None, ax=None, title=None, decimals=3):
@@ -142,15 +181,16 @@ def plot_attention(A, labels=None, ax=None, title=None, decimals=3):
     Rows are query positions (who attends), columns key positions (attended to); ``labels`` names
     the positions (the same for rows and columns).
     """
-    if not isinstance(A, torch.Tensor | np.ndarray | list) or torch.as_tensor(A).dim() != 2:
-        raise ValueError(f"A must be a matrix [n_queries, n_keys] of attention weights, got "
-                         f"{type(A).__name__}")
-    weights = torch.as_tensor(A).double()
-    if weights.numel() and not bool(((weights >= -1e-9) & (weights <= 1 + 1e-9)).all()):
+    A = _numbers(A, "A", ranks=(2,))
+    if not bool(((A >= -1e-9) & (A <= 1 + 1e-9)).all()):
         raise ValueError("A must hold attention weights in [0, 1]")
+    decimals = check_int(decimals, "decimals", minimum=0, maximum=15)
+    if labels is not None and (isinstance(labels, str) or not hasattr(labels, "__len__")
+                               or len(labels) < max(A.shape)):
+        raise ValueError(f"labels must name the {max(A.shape)} positions, got {labels!r}")
     axis_labels = ("key position j (attended to)", "query position i (attending)",
                    "attention weight $a_{ij}$")
-    ax, A = _heat_map(A, ax, (4.5, 3.5), axis_labels, title, cmap="Blues", vmin=0.0, vmax=1.0)
+    ax = _heat_map(A, ax, (4.5, 3.5), axis_labels, title, cmap="Blues", vmin=0.0, vmax=1.0)
     for (i, j), weight in np.ndenumerate(A):
         ax.text(j, i, f"{weight:.{decimals}f}", ha="center", va="center",
                 color="white" if weight > 0.6 else "black")
@@ -166,6 +206,10 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
     ``counted`` are the counts measured for each ``n`` in ``ns``; ``quadratic`` and ``linear`` are
     the predicted terms (the n² part from QKᵀ and AV, the n part from the projections).
     """
+    ns = _numbers(ns, "ns")
+    counted, quadratic, linear = (_numbers(values, name, length=len(ns)) for name, values in
+                                  (("counted", counted), ("quadratic", quadratic),
+                                   ("linear", linear)))
     ax = _axes(ax, size=(4.6, 3.6))
     ax.loglog(ns, counted, "o", color="black", label="counted by PyTorch")
     ax.loglog(ns, quadratic, "-", label=r"$QK^\top$ and $AV$ (grows as $n^2$)")
@@ -179,9 +223,9 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
 
 def plot_position_embedding(pe, ax=None, title=None):
     """Heat map of a position embedding ``pe: [n, d]``: positions down, dimensions across."""
-    ax, _ = _heat_map(pe, ax, (4.6, 3.6), ("dimension j", "position i", "PE(i)[j]"), title,
-                      cmap="RdBu", vmin=-1.0, vmax=1.0, aspect="auto", interpolation="none")
-    return ax
+    return _heat_map(_numbers(pe, "pe", ranks=(2,)), ax, (4.6, 3.6),
+                     ("dimension j", "position i", "PE(i)[j]"), title, cmap="RdBu", vmin=-1.0,
+                     vmax=1.0, aspect="auto", interpolation="none")
 
 
 def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None):
@@ -190,10 +234,13 @@ def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None)
     ``measured`` maps a label to the measured ``|s|`` at each ``n``; ``predicted`` maps a label
     to a closed-form curve at the same ``n`` (drawn as lines).
     """
+    ns = _numbers(ns, "ns")
+    measured = _curves(measured, "measured", len(ns))
+    predicted = _curves(predicted or {}, "predicted", len(ns))
     ax = _axes(ax, size=(4.6, 3.6))
     for (label, values), marker in zip(measured.items(), "os^v", strict=False):
         ax.loglog(ns, values, marker, markersize=4, label=label)
-    for label, values in (predicted or {}).items():
+    for label, values in predicted.items():
         ax.loglog(ns, values, "-", color="gray", linewidth=1, label=label)
     ax.set_xlabel("n (positions, with CLS)")
     ax.set_ylabel("|s|, the logit at CLS")
@@ -206,6 +253,10 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     """Accuracy against string length ``m`` (log axis), one curve per label; ``curves`` maps a
     label to ``{m: accuracy}``. Curves that coincide stay visible: each later one is drawn
     thinner, dashed differently and with smaller markers, on top of the earlier ones."""
+    if not isinstance(curves, dict) or not all(
+            isinstance(label, str) and isinstance(accuracy, dict)
+            for label, accuracy in curves.items()):
+        raise TypeError("curves must be a dict from a str label to {m: accuracy}")
     ax = _axes(ax, size=(4.6, 3.5))
     styles = [("-", "o", 3.5, 6), ("--", "s", 2.2, 4), (":", "^", 1.4, 3), ("-.", "v", 1, 2)]
     for (label, accuracy), (line, marker, width, size) in zip(
@@ -228,9 +279,14 @@ def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None)
     ``k/n`` on ``1^m`` against ``m``. ``measured`` and ``bounds`` map the same keys (dtype names)
     to the measured errors (points; an exact count, error 0, has no point) and the worst-case
     bounds (lines) at each ``m`` in ``ms``; ``where`` names the machine that measured."""
+    ms = _numbers(ms, "ms")
+    measured, bounds = _curves(measured, "measured", len(ms)), _curves(bounds, "bounds", len(ms))
+    if set(measured) != set(bounds):
+        raise ValueError(f"measured and bounds must have the same keys, got {sorted(measured)} "
+                         f"and {sorted(bounds)}")
     ax = _axes(ax, size=(4.6, 4.2))
     for (key, values), marker in zip(measured.items(), "os^v", strict=False):
-        values = np.abs(np.asarray(values, dtype=float))
+        values = np.abs(values)
         points = ax.loglog(ms, np.where(values > 0, values, np.nan), marker, markersize=4,
                            label=f"{key}, measured")
         ax.loglog(ms, bounds[key], "-", linewidth=1, color=points[0].get_color(),
@@ -355,6 +411,8 @@ def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=Fa
     """Cross-entropy in bits per string against the length ``n`` (positions, with CLS), one
     curve per label of ``curves`` (label -> bits at each ``n``), as in Figure 2 of
     [chiang2022overcoming]; a label starting with "no layer norm" is drawn in red, as there."""
+    ns = _numbers(ns, "ns")
+    curves = _curves(curves, "curves", len(ns))
     ax = _axes(ax, size=(4.6, 3.5))
     for label, bits in curves.items():
         color = "C3" if label.startswith("no layer norm") else None
@@ -375,9 +433,15 @@ def plot_weight_sensitivity(values, bits, accuracy, name: str, axes=None):
     """Cross-entropy (bits per string) and accuracy against the value of one weight, as in
     Figure 3 of [chiang2022overcoming]; ``name`` labels the weight, a dotted line marks 1.
     Draws on two axes (new ones unless ``axes`` is given) and returns them."""
+    values = _numbers(values, "values")
+    bits, accuracy = _numbers(bits, "bits", length=len(values)), _numbers(
+        accuracy, "accuracy", length=len(values))
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
-    for ax, ys, label in zip(axes, (bits, accuracy),
+    panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    if len(panels) != 2:
+        raise ValueError(f"axes must be two Axes, got {len(panels)}")
+    for ax, ys, label in zip(panels, (bits, accuracy),
                              ("cross-entropy (bits per string)", "accuracy"), strict=True):
         ax.plot(values, ys, ".-", markersize=3)
         ax.axvline(1.0, color="gray", linewidth=0.8, linestyle=":")
@@ -392,9 +456,15 @@ def plot_norms_by_depth(curves: dict, ylabel: str, predicted: dict | None = None
     :func:`companion.residual.signal_and_gradient`: ``curves`` maps a label to
     ``[draws, depth + 1]`` (drawn as the mean over draws, with a band between the 10th and 90th
     percentiles); ``predicted`` maps a label to a closed form at each depth (dashed)."""
+    if not isinstance(curves, dict):
+        raise TypeError(f"curves must be a dict from a label to [draws, depth + 1], "
+                        f"got {type(curves).__name__}")
+    curves = {label: torch.from_numpy(_numbers(values, f"curves[{label!r}]", ranks=(2,)))
+              for label, values in curves.items()}
+    if any(values.shape[0] == 0 for values in curves.values()):
+        raise ValueError("curves must hold at least one draw per label")
     ax = _axes(ax, size=(4.5, 3.5))
     for label, values in curves.items():
-        values = torch.as_tensor(values).detach().cpu().double()
         depths = np.arange(values.shape[1])
         low, high = torch.quantile(values, torch.tensor([0.1, 0.9]).double(), dim=0)
         (line,) = ax.plot(depths, values.mean(dim=0), ".-", markersize=3, label=label)
@@ -415,9 +485,11 @@ def plot_local_stretch(distances, stretch: dict, ax=None):
     """Log-log plot of layer normalization's local stretch
     (:func:`companion.layernorm.local_stretch`) against the distance of the input from a
     constant vector, one curve per label of ``stretch`` (label -> stretch at each distance)."""
+    distances = _numbers(distances, "distances")
+    stretch = _curves(stretch, "stretch", len(distances))
     ax = _axes(ax, size=(4.6, 3.5))
     for label, values in stretch.items():
-        ax.loglog(distances, torch.as_tensor(values).cpu(), ".-", markersize=3, label=label)
+        ax.loglog(distances, values, ".-", markersize=3, label=label)
     ax.set_xlabel("standard deviation of the input\n(its distance from a constant vector)")
     ax.set_ylabel("largest local stretch")
     ax.legend(frameon=False)
@@ -430,6 +502,10 @@ def plot_training_curves(log, axes=None):
     by epoch (rows), for each variant (columns: standard, scaled attention), one curve per train
     length: the mean over runs, with a band of one standard error of the mean. Returns the
     ``[3, variants]`` array of axes."""
+    from companion.training import TrainingLog
+
+    if not isinstance(log, TrainingLog):
+        raise TypeError(f"log must be a TrainingLog, got {type(log).__name__}")
     grid = log.grid
     if axes is None:
         _, axes = plt.subplots(3, len(grid.variants), figsize=(4.5 * len(grid.variants), 8),
@@ -461,13 +537,25 @@ def plot_length_generalization(benchmarks, axes=None):
     length (log axis) for each variant, the mean over seeds with a band of one standard error;
     a dotted line at chance, a dashed one at the longest training length. Every panel has its
     own axis labels, since on a phone the panels stand one under another. Returns the axes."""
+    from companion.length_generalization import Benchmark
+
+    if isinstance(benchmarks, Benchmark | str) or not hasattr(benchmarks, "__iter__"):
+        raise TypeError(f"benchmarks must be a list of Benchmarks, "
+                        f"got {type(benchmarks).__name__}")
+    benchmarks = list(benchmarks)
+    if not benchmarks or not all(isinstance(result, Benchmark) for result in benchmarks):
+        raise ValueError("benchmarks must hold at least one Benchmark, and only Benchmarks")
     columns = min(2, len(benchmarks))  # one panel alone, not beside an empty one
     if axes is None:
         rows = (len(benchmarks) + 1) // 2
         _, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.2 * rows),
                                squeeze=False, layout="constrained")
         axes = axes.flatten()[:len(benchmarks)]
-    for ax, result in zip(axes, benchmarks, strict=True):
+    panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    if len(panels) != len(benchmarks):
+        raise ValueError(f"axes must hold one Axes per benchmark ({len(benchmarks)}), "
+                         f"got {len(panels)}")
+    for ax, result in zip(panels, benchmarks, strict=True):
         for index, variant in enumerate(result.variants):
             values = result.accuracy[:, index].double()
             mean = values.mean(dim=0)
@@ -481,5 +569,5 @@ def plot_length_generalization(benchmarks, axes=None):
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("string length")
         ax.set_ylabel("accuracy")
-    axes[0].legend(frameon=False, title="attention")
+    panels[0].legend(frameon=False, title="attention")
     return axes

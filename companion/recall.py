@@ -120,6 +120,12 @@ class RecallTask:
         return self.vocab_size
 
     @property
+    def max_token(self) -> int:
+        """The largest token id a sentence may hold: ``tau`` when ``alpha > 0``, else the last
+        word."""
+        return self.noise if self.alpha > 0 else self.vocab_size - 1
+
+    @property
     def n_classes(self) -> int:
         """How many logits the model has: the ``N`` words, and ``tau`` when ``alpha > 0``."""
         return self.vocab_size + (self.alpha > 0)
@@ -189,14 +195,15 @@ class RecallTask:
     def output_word(self, tokens: torch.Tensor) -> torch.Tensor:
         """``y`` of each sentence, ``LongTensor[B]``: the word after an earlier occurrence of
         the final trigger that is not ``tau`` (-1 where there is none)."""
-        after_q, following = self._after_trigger(_check_tokens(tokens, "tokens", ranks=(2,)))
+        tokens = _check_tokens(tokens, "tokens", ranks=(2,), shortest=2)
+        after_q, following = self._after_trigger(tokens)
         return torch.where(after_q & (following != self.noise), following, -1).amax(dim=1)
 
     def conditions(self, tokens: torch.Tensor, target: torch.Tensor, ood: bool = False):
         """Conditions (I)-(IV) of Definition 2.1 (and a well-formed target) for each sentence:
         a dict of ``BoolTensor[B]``. ``y`` is read off the sentence as the word after ``q``
         that is not ``tau``; with ``ood=True`` it must be a filler instead of an output word."""
-        tokens = _check_tokens(tokens, "tokens", ranks=(2,))
+        tokens = _check_tokens(tokens, "tokens", ranks=(2,), shortest=2)
         target = _check_tokens(target, "target", ranks=(1,))
         if target.shape[0] != tokens.shape[0]:
             raise ValueError(f"target must have one entry per sentence ({tokens.shape[0]}), "
@@ -231,14 +238,16 @@ class RecallTask:
                 raise ValueError(f"sentence {bad} violates condition {name!r}")
 
 
-def _check_tokens(tokens, name: str, ranks: tuple[int, ...]) -> torch.Tensor:
-    """``tokens`` as an integer tensor whose rank is one of ``ranks``."""
+def _check_tokens(tokens, name: str, ranks: tuple[int, ...], shortest: int = 1) -> torch.Tensor:
+    """``tokens`` as an integer tensor whose rank is one of ``ranks`` and whose last dimension
+    is at least ``shortest`` long (2 for sentences: the query and a word before it)."""
     check_tensor(tokens, name)
     if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
         raise TypeError(f"{name} must be a LongTensor of token ids, got dtype {tokens.dtype}")
-    if tokens.dim() not in ranks or tokens.shape[-1] == 0:
-        raise ValueError(f"{name} must be a non-empty tensor of rank "
-                         f"{' or '.join(map(str, ranks))}, got shape {list(tokens.shape)}")
+    if tokens.dim() not in ranks or tokens.shape[-1] < shortest:
+        raise ValueError(f"{name} must be a tensor of rank {' or '.join(map(str, ranks))} "
+                         f"whose last dimension is at least {shortest}, got shape "
+                         f"{list(tokens.shape)}")
     return tokens
 
 
@@ -260,6 +269,8 @@ class RecallModels(torch.nn.Module):
             names = (names,)
         if not names:
             raise ValueError("names must name at least one model")
+        if isinstance(seeds, str) or not hasattr(seeds, "__iter__"):
+            raise TypeError(f"seeds must be a list of ints, got {type(seeds).__name__}")
         seeds = [check_int(seed, "every seed", minimum=0) for seed in seeds]
         if not seeds:
             raise ValueError("seeds must hold at least one seed")
@@ -349,11 +360,11 @@ class RecallModels(torch.nn.Module):
         """Logits ``(xi_A, xi_F)``, each ``[K, B, n_classes]``, for ``tokens`` of shape
         ``[B, H]`` (the same sentences for every model) or ``[K, B, H]``."""
         task = self.task
-        _check_tokens(tokens, "tokens", ranks=(2, 3))
+        _check_tokens(tokens, "tokens", ranks=(2, 3), shortest=2)
         if tokens.dim() == 3 and tokens.shape[0] != len(self.names):
             raise ValueError(f"tokens of shape [K, B, H] need K = {len(self.names)} (the "
                              f"models), got {list(tokens.shape)}")
-        highest = task.noise if task.alpha > 0 else task.vocab_size - 1
+        highest = task.max_token
         if bool(((tokens < 0) | (tokens > highest)).any()):
             raise ValueError(f"tokens must hold ids 0..{highest} (the noise token {task.noise} "
                              "only when alpha > 0)")
@@ -430,14 +441,18 @@ class RecallModels(torch.nn.Module):
                         p -= lr * g / norm
 
 
-def _check_sentences(pair, name: str, target_required: bool) -> None:
+def _check_sentences(pair, name: str, target_required: bool,
+                     highest: int | None = None) -> None:
     """``pair`` must be ``(tokens LongTensor[M, H], target LongTensor[M])`` (``target`` may be
-    ``None`` unless ``target_required``)."""
+    ``None`` unless ``target_required``), with token ids at most ``highest`` if given."""
     if not isinstance(pair, tuple | list) or len(pair) != 2:
         raise TypeError(f"{name} must be a pair (tokens, target), got {type(pair).__name__}")
     tokens, target = pair
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point() \
+            or tokens.dtype == torch.bool:
         raise TypeError(f"{name}: tokens must be a LongTensor[M, H]")
+    if highest is not None and bool(((tokens < 0) | (tokens > highest)).any()):
+        raise ValueError(f"{name}: tokens must hold ids 0..{highest}")
     if target is None and not target_required:
         return
     if not isinstance(target, torch.Tensor) or target.shape != tokens.shape[:1]:
@@ -481,7 +496,7 @@ def train(models: RecallModels, steps: int, batch: int, lr: float, generator=Non
     check_number(lr, "lr", minimum=0)
     check_generator(generator)
     if data is not None:
-        _check_sentences(data, "data", target_required=True)
+        _check_sentences(data, "data", target_required=True, highest=models.task.max_token)
     check_int(batch, "batch", minimum=1, maximum=None if data is None else len(data[1]))
     if evaluate is not None:
         if not isinstance(evaluate, dict):
@@ -523,7 +538,8 @@ def estimate_gamma(target: torch.Tensor, task: RecallTask) -> float:
     share of targets that are ``tau``."""
     if not isinstance(task, RecallTask):
         raise TypeError(f"task must be a RecallTask, got {type(task).__name__}")
-    alpha_hat = (torch.as_tensor(target) == task.noise).double().mean().item()
+    target = _check_tokens(target, "target", ranks=(1,))
+    alpha_hat = (target == task.noise).double().mean().item()
     if not 0 < alpha_hat < 1:
         raise ValueError(f"target: the share of noise targets must lie in (0, 1), got {alpha_hat}")
     return math.log(alpha_hat / (1 - alpha_hat))

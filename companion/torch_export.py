@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from companion._checks import check_int
 from companion.transformer import Encoder, EncoderLayer
 
 
@@ -17,6 +18,11 @@ class TorchEncoder(nn.Module):
 
     def __init__(self, encoder: Encoder, layers, width: int):
         super().__init__()
+        if not isinstance(encoder, Encoder):
+            raise TypeError(f"encoder must be an Encoder, got {type(encoder).__name__}")
+        width = check_int(width, "width", minimum=encoder.d)
+        if not all(isinstance(layer, nn.TransformerEncoderLayer) for layer in layers):
+            raise TypeError("layers must be a list of nn.TransformerEncoderLayer")
         self.encoder, self.layers, self.width = encoder, nn.ModuleList(layers), width
 
     def forward(self, w) -> torch.Tensor:

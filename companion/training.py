@@ -27,6 +27,7 @@ strings keep one type per position.
 
 import hashlib
 import math
+import pickle
 from dataclasses import dataclass, field
 
 import torch
@@ -41,6 +42,7 @@ from companion._checks import (
     check_device,
     check_dtype,
     check_int,
+    check_keys,
     check_number,
 )
 from companion.languages import as_strings, first, parity, random_strings
@@ -137,6 +139,9 @@ def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: i
     (1, or ``log n``). Returns the logits ``[S]`` and the attention weight from CLS to
     position 1 (type 1), averaged over heads and summed over the two layers, ``[S]``.
     """
+    check_keys(p, "p", ["embedding.weight", "position.weight", "position.bias", "output.weight",
+                        "output.bias"] + [f"encoder.layers.{layer}.{name}" for layer in range(2)
+                                          for name in LAYER_PARAMETERS])
     x = p["embedding.weight"][symbols] + F.linear(features, p["position.weight"],
                                                   p["position.bias"])
     to_first = 0.0
@@ -148,12 +153,22 @@ def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: i
     return logits, to_first
 
 
+LAYER_PARAMETERS = ("self_attn.in_proj_weight", "self_attn.in_proj_bias",
+                    *(f"{module}.{kind}" for module in ("self_attn.out_proj", "linear1",
+                                                        "linear2", "norm1", "norm2")
+                      for kind in ("weight", "bias")))
+"""The parameters of one ``nn.TransformerEncoderLayer``, by their names in that module."""
+
+
 def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float,
                   norm_first: bool = False):
     """``nn.TransformerEncoderLayer`` (ReLU, no dropout; post-norm, or pre-norm with
     ``norm_first``, as that module's argument) over token types, with its parameters ``w`` by
     their names in that module; also returns the attention weights ``[S, heads, T, T]``."""
+    check_keys(w, "w", LAYER_PARAMETERS)
     S, T, d = x.shape
+    if d % heads:
+        raise ValueError(f"heads must divide the model dimension d = {d}, got heads = {heads}")
 
     def norm(y, name):
         return F.layer_norm(y, (d,), w[f"{name}.weight"], w[f"{name}.bias"], eps)
@@ -246,7 +261,13 @@ class TrainingLog:
     @classmethod
     def load(cls, path) -> "TrainingLog":
         """The log that :meth:`save` wrote to ``path``."""
-        saved = torch.load(path)
+        try:
+            saved = torch.load(path)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError) as error:
+            raise ValueError(f"path {path} does not hold a saved TrainingLog: "
+                             f"{str(error)[:80]}") from None
+        check_keys(saved, f"the object saved at path {path}",
+                   ("grid", "test_length", "parameters", *METRICS))
         return cls(Grid(**saved["grid"]), saved["test_length"], parameters=saved["parameters"],
                    **{name: saved[name] for name in METRICS})
 

@@ -197,7 +197,13 @@ class Encoder(nn.Module):
         symbols = torch.cat([cls, strings], dim=1)
         n = symbols.shape[1]
         if self.position_function is not None:
-            positions = self.position_function(n).to(self.word_embedding)
+            positions = self.position_function(n)
+            if not isinstance(positions, torch.Tensor) or positions.shape != (n, self.d):
+                got = list(positions.shape) if isinstance(positions, torch.Tensor) else \
+                    type(positions).__name__
+                raise ValueError(f"position_embedding(n) must return a tensor [n, d] = "
+                                 f"[{n}, {self.d}], got {got}")
+            positions = positions.to(self.word_embedding)
         else:
             if n > self.position_table.shape[0]:
                 raise ValueError(f"w has n = {n} positions (with CLS) but the learned position "

@@ -4,6 +4,7 @@ A printed number carries its own precision: ``"0.769"`` claims the true value li
 half a unit in its last place, ``[0.7685, 0.7695]``. :func:`matches_print` checks exactly that.
 """
 
+import math
 from decimal import Decimal, InvalidOperation
 
 import torch
@@ -16,8 +17,9 @@ def _half_unit(printed: str) -> float:
         number = Decimal(printed.strip())
     except InvalidOperation:
         raise ValueError(f"printed must hold numbers such as '0.769', got {printed!r}") from None
-    if not number.is_finite():
-        raise ValueError(f"printed must hold finite numbers, got {printed!r}")
+    if not number.is_finite() or not math.isfinite(float(number)):
+        raise ValueError(f"printed must hold finite numbers within float64's range, "
+                         f"got {printed!r}")
     return 0.5 * 10.0 ** number.as_tuple().exponent
 
 

@@ -26,6 +26,7 @@ from companion import (
     layernorm,
     layout,
     length_generalization,
+    plotting,
     precision,
     recall,
     residual,
@@ -106,6 +107,19 @@ PARITY = constructions.parity_transformer()
 TASK = recall.RecallTask(vocab_size=11, n_triggers=2, n_outputs=2, length=8)
 BENCHMARK = length_generalization.Benchmark("parity_check", [0], ("standard", "scaled"), [2, 50],
                                             40, torch.ones(1, 2, 2, dtype=torch.float64))
+
+
+LAYOUT = layout.Layout("a", "b")
+A = torch.full((3, 3), 1 / 3)
+LAYER = {name.removeprefix("encoder.layers.0."): value.detach() for name, value in
+         training.Recognizer("parity", d=4).named_parameters()}
+TOKENS, TARGET = TASK.sample(2, torch.Generator().manual_seed(0))
+
+
+def _encoder(position):
+    """An encoder without layers whose position embedding is the function ``position``."""
+    return transformer.Encoder(torch.eye(3, dtype=torch.float64), position, [],
+                               torch.ones(3, dtype=torch.float64))
 
 
 def _recall_step(lr):
@@ -325,6 +339,96 @@ CASES = [
     ("to_torch", torch_export.to_torch, "encoder", st.sampled_from([None, 1, PARITY.layers])),
     ("activation_table", lambda v: tables.activation_table(v, "01", "a0"), "model",
      st.sampled_from([None, constructions.rumelhart_parity(2)])),
+    # the low-harm rows of the review (grammars and callbacks, layouts, parameter dicts, ...)
+    ("as_strings name", lambda v: languages.as_strings("01", name=v), "name",
+     st.sampled_from([5, None, b"w"])),
+    ("random_strings size", lambda v: languages.random_strings(v, v), "batch * m",
+     st.integers(10**5, 10**6)),
+    ("derivable_from grammar", lambda v: languages.derivable_from("(1∧1)", v), "grammar",
+     st.sampled_from([None, {"F1": 5}, {"F1": [("and", ("F1", "F9"))]}, {"F1": [("xor", ())]},
+                      [("and", ("F1", "F1"))]])),
+    ("parse_formula leaf", lambda v: languages.parse_formula("(1∧0)", v, max), "leaf",
+     st.sampled_from([None, 5, "x"])),
+    ("parse_formula combine", lambda v: languages.parse_formula("(1∧0)", bool, v), "combine",
+     st.sampled_from([None, 5, "x"])),
+    ("Layout.vector entries", LAYOUT.vector, "entries",
+     st.sampled_from([["a"], None, {"a": "x"}, {"a": math.nan}])),
+    ("Layout.matrix source", lambda v: LAYOUT.matrix(v, {}), "source",
+     st.sampled_from([None, "a", 1])),
+    ("Layout.matrix entries", lambda v: LAYOUT.matrix(LAYOUT, v), "entries",
+     st.sampled_from([{"a": 1.0}, {("a",): 1.0}, [("a", "a")], {("a", "b"): None}])),
+    ("double_for_layernorm doubled", constructions.double_for_layernorm, "encoder",
+     st.just(constructions.double_for_layernorm(PARITY))),
+    ("Encoder position_embedding", lambda v: _encoder(v)("01"), "position_embedding",
+     st.sampled_from([lambda n: torch.zeros(n, 2, dtype=torch.float64),
+                      lambda n: [[0.0] * 3] * n, lambda n: torch.zeros(n + 1, 3)])),
+    ("TorchEncoder width", lambda v: torch_export.TorchEncoder(PARITY, [], v), "width",
+     st.one_of(st.integers(-5, PARITY.d - 1), st.sampled_from([None, 9.5]))),
+    ("TorchEncoder encoder", lambda v: torch_export.TorchEncoder(v, [], 9), "encoder",
+     st.sampled_from([None, constructions.rumelhart_parity(2)])),
+    ("matches_print overflow", lambda v: verify.matches_print(0.5, v), "printed",
+     st.sampled_from(["1e400", "-2e309", ["1e999"]])),
+    ("bootstrap_difference before", lambda v: length_generalization.bootstrap_difference(
+        v, [0.1]), "before", st.sampled_from([["a"], [None], {"a": 1}])),
+    ("classifier_logits p", lambda v: length_generalization.classifier_logits(
+        v, torch.zeros(1, 2, dtype=torch.long), 1.0, 2, 2, 2), "p",
+     st.sampled_from([{}, None, {"embedding.weight": torch.zeros(3, 4)}])),
+    ("run seeds", lambda v: length_generalization.run("parity_check", v, 1, 1, [2], 1,
+                                                      progress=False), "seeds",
+     st.sampled_from([5, None])),
+    ("encoder_layer w", lambda v: training.encoder_layer(
+        v, torch.zeros(1, 2, 4), torch.zeros(1, 2), 1.0, 1, 1e-5), "w",
+     st.sampled_from([{}, None, {"norm1.weight": torch.ones(4)}])),
+    ("encoder_layer heads", lambda v: training.encoder_layer(
+        LAYER, torch.zeros(1, 2, 4), torch.zeros(1, 2), 1.0, v, 1e-5), "heads",
+     st.sampled_from([3, 5])),
+    ("logits_and_attention p", lambda v: training.logits_and_attention(
+        v, torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 3), torch.zeros(1, 2), 1.0,
+        1), "p", st.sampled_from([{}, None, LAYER])),
+    ("RecallModels seeds int", lambda v: recall.RecallModels(TASK, "Origin-Linear", seeds=v,
+                                                             device="cpu"),
+     "seeds", st.sampled_from([5, None])),
+    ("RecallModels.forward short tokens", lambda v: recall.RecallModels(
+        TASK, "Reparam-Linear", device="cpu")(v), "tokens",
+     st.sampled_from([torch.zeros(2, 1, dtype=torch.long), torch.zeros(1, 1, dtype=torch.long)])),
+    ("RecallTask.output_word", TASK.output_word, "tokens",
+     st.sampled_from([torch.zeros(2, 1, dtype=torch.long), TOKENS[0]])),
+    ("estimate_gamma target", lambda v: recall.estimate_gamma(v, TASK), "target",
+     st.sampled_from([None, "x", TARGET.double()])),
+    ("recall.train data", lambda v: recall.train(recall.RecallModels(
+        TASK, "Reparam-Linear", device="cpu"), 1, 1, 0.1, data=v, progress=False), "data",
+     st.sampled_from([(TOKENS.bool(), TARGET), (TOKENS + 50, TARGET), (TOKENS - 50, TARGET)])),
+    # figures
+    ("plot ax", lambda v: plotting.plot_class_map(ax=v), "ax", st.sampled_from([5, "ax", [1]])),
+    ("plot_accuracy_by_length", plotting.plot_accuracy_by_length, "curves",
+     st.sampled_from([[0.5], {"a": [1.0, 0.5]}, None, {5: {2: 1.0}}])),
+    ("plot_attention A", plotting.plot_attention, "A",
+     st.sampled_from([None, [["a", "b"], ["c", "d"]]])),
+    ("plot_attention labels", lambda v: plotting.plot_attention(A, labels=v), "labels",
+     st.sampled_from([5, ["x"], "xyz"])),
+    ("plot_attention decimals", lambda v: plotting.plot_attention(A, decimals=v), "decimals",
+     bad_ints(0, 15)),
+    ("plot_attention_cost", lambda v: plotting.plot_attention_cost([1, 2, 3], v, [1, 2, 3],
+                                                                   [1, 2, 3]), "counted",
+     st.sampled_from([[1, 2], None, "abc"])),
+    ("plot_count_error", lambda v: plotting.plot_count_error([1, 2], v, {"f64": [1, 2]}),
+     "measured", st.sampled_from([None, {"f32": [1, 2]}, {"f64": [1]}])),
+    ("plot_cross_entropy_by_length", lambda v: plotting.plot_cross_entropy_by_length(
+        [2, 3], v), "curves", st.sampled_from([{"a": [0.5]}, {5: [0.5, 0.5]}, None])),
+    ("plot_length_generalization", plotting.plot_length_generalization, "benchmarks",
+     st.sampled_from([[], BENCHMARK, [None]])),
+    ("plot_local_stretch", lambda v: plotting.plot_local_stretch([1, 2], v), "stretch",
+     st.sampled_from([{"a": [0.5]}, None])),
+    ("plot_logit_decay", lambda v: plotting.plot_logit_decay([1, 2], v), "measured",
+     st.sampled_from([[[1, 2]], {"a": [1, 2, 3]}])),
+    ("plot_norms_by_depth", lambda v: plotting.plot_norms_by_depth(v, "y"), "curves",
+     st.sampled_from([{"a": [1.0, 2.0]}, {"a": torch.zeros(0, 3)}, None])),
+    ("plot_position_embedding", plotting.plot_position_embedding, "pe",
+     st.sampled_from([None, "x"])),
+    ("plot_training_curves", plotting.plot_training_curves, "log", st.sampled_from([None, {}])),
+    ("plot_weight_sensitivity", lambda v: plotting.plot_weight_sensitivity(
+        [1, 2], v, [0.5, 0.5], "w"), "bits", st.sampled_from([[0.5], None])),
+    ("show_recorded", plotting.show_recorded, "path", st.sampled_from([None, 1.5, ["a"]])),
 ]
 
 
@@ -416,3 +520,14 @@ def test_companion_exports_every_public_module():
 
     for name in ("residual", "training", "length_generalization"):
         assert name in companion.__all__ and hasattr(companion, name)
+
+
+def test_files_that_hold_something_else_are_refused_naming_the_path(tmp_path):
+    junk = tmp_path / "junk"
+    junk.write_text("{not json")
+    other = tmp_path / "other.pt"
+    torch.save({"a": torch.zeros(1)}, other)
+    for load, path in ((length_generalization.load, junk), (training.TrainingLog.load, junk),
+                       (training.TrainingLog.load, other), (plotting.show_recorded, junk)):
+        with pytest.raises(ValueError, match="path"):
+            load(path)

@@ -40,7 +40,7 @@ def test_attention_heat_map_prints_every_weight():
     ax = plot_attention(A, labels=["x", "y"], decimals=2)
     assert [t.get_text() for t in ax.texts] == ["1.00", "0.00", "0.25", "0.75"]
     np.testing.assert_array_equal(ax.images[0].get_array(), A.numpy())
-    with pytest.raises(ValueError, match="A must be a matrix"):
+    with pytest.raises(ValueError, match="A must have rank 2"):
         plot_attention(torch.ones(3))
 
 
