@@ -185,7 +185,7 @@ def test_bad_arguments():
 
 
 @pytest.mark.parametrize("name", ["PARITY", "FIRST"])
-@pytest.mark.parametrize("eta", [1.5, 0.1, 1e-6])
+@pytest.mark.parametrize("eta", [0.999, 0.1, 1e-6])
 def test_sharpen_keeps_every_decision_and_bounds_the_cross_entropy(name, eta):
     """Proposition 2 of Chiang & Cholak, by brute force over every string up to length 8 and
     on random strings of length 2000."""
@@ -202,6 +202,9 @@ def test_sharpen_keeps_every_decision_and_bounds_the_cross_entropy(name, eta):
         assert torch.equal(after > 0, before > 0) and torch.equal(after > 0, language(w))
         bits = F.softplus(torch.where(language(w), -after, after)) / math.log(2)
         assert bits.max().item() <= eta
+        # the margin: exactly log2(1 + (2^eta - 1)/2) bits, against the sharpened logit
+        promised = math.log2(1 + (2**eta - 1) / 2)
+        assert (bits - promised).abs().max().item() < 1e-9 * promised
         # every logit is +-margin: the same size on every string, however long
         assert (after.abs() - after.abs()[0]).abs().max() < 1e-9 * after.abs()[0]
 
@@ -218,6 +221,9 @@ def test_sharpen_matches_pytorch_and_refuses_bad_input():
         sharpen(parity_transformer(layernorm=True), 0.0)
     with pytest.raises(ValueError, match="eta"):
         sharpen(parity_transformer(layernorm=True), float("nan"))
+    for coin_flip_or_worse in (1.0, 1.5):  # the proof's c is positive only below 1 bit
+        with pytest.raises(ValueError, match="eta must be < 1"):
+            sharpen(parity_transformer(layernorm=True), coin_flip_or_worse)
     with pytest.raises(ValueError, match="eps = 0"):
         sharpen(parity_transformer(), 0.1)
     with pytest.raises(ValueError, match="eps = 0"):
