@@ -260,9 +260,11 @@ def scaled_first_bound(layernorm: bool = False, eps: float = 0.0) -> float:
     ``1/4 < |s| <= 1/2`` and the bound is ``1/4``. With it, the proof writes the normalized logit
     as ``s ((1 + s^2)/6 + eps)^(-1/2)``; ``|s| > 1/4`` in the numerator and ``s^2 <= 1/4`` in the
     denominator give ``1/4 (5/24 + eps)^(-1/2)``. (That formula ignores the first layer's
-    normalization, so it is not the network's logit, but the bound holds for the network: the
-    tests check it.) Multiplying the output layer by ``t / bound`` puts every logit beyond
-    ``+-t``.
+    normalization, so it is not the network's logit.) The bound holds for the network at
+    ``eps = 0`` and for small ``eps`` (the tests check ``1e-5`` and ``0.1``), but not for every
+    ``eps > 0``: at ``eps = 1`` the scaled attention's exponent falls below 1 and the logit
+    shrinks towards 0 as ``n`` grows (book errata, "Proof of Proposition 3"). Multiplying the
+    output layer by ``t / bound`` puts every logit beyond ``+-t`` where the bound holds.
     """
     layernorm, eps = check_bool(layernorm, "layernorm"), check_number(eps, "eps", minimum=0)
     return 0.25 / math.sqrt(5 / 24 + eps) if layernorm else 0.25

@@ -9,7 +9,6 @@ import io
 import itertools
 import json
 import os
-import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -271,33 +270,6 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     if title:
         ax.set_title(title)
     ax.legend(frameon=False)
-    return ax
-
-
-def plot_count_error(ms, measured: dict, bounds: dict, where: str = "", ax=None):
-    """Log-log plot of the count error ``|E|`` (in units of one position) of PARITY's averaged
-    ``k/n`` on ``1^m`` against ``m``. ``measured`` and ``bounds`` map the same keys (dtype names)
-    to the measured errors (points; an exact count, error 0, has no point) and the worst-case
-    bounds (lines) at each ``m`` in ``ms``; ``where`` names the machine that measured."""
-    ms = _numbers(ms, "ms")
-    measured, bounds = _curves(measured, "measured", len(ms)), _curves(bounds, "bounds", len(ms))
-    if set(measured) != set(bounds):
-        raise ValueError(f"measured and bounds must have the same keys, got {sorted(measured)} "
-                         f"and {sorted(bounds)}")
-    ax = _axes(ax, size=(4.6, 4.2))
-    for (key, values), marker in zip(measured.items(), "os^v", strict=False):
-        values = np.abs(values)
-        points = ax.loglog(ms, np.where(values > 0, values, np.nan), marker, markersize=4,
-                           label=f"{key}, measured")
-        ax.loglog(ms, bounds[key], "-", linewidth=1, color=points[0].get_color(),
-                  label=f"{key}, bound for any machine")
-    ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("string length m (all 1s, k = m)")
-    ax.set_ylabel("|count error| (positions)")
-    if where:
-        ax.set_title(textwrap.fill(f"measured {where}", 40))
-    ax.legend(frameon=False, loc="upper left")
-    ax.grid(True, which="major", alpha=0.3)
     return ax
 
 

@@ -411,8 +411,6 @@ CASES = [
     ("plot_attention_cost", lambda v: plotting.plot_attention_cost([1, 2, 3], v, [1, 2, 3],
                                                                    [1, 2, 3]), "counted",
      st.sampled_from([[1, 2], None, "abc"])),
-    ("plot_count_error", lambda v: plotting.plot_count_error([1, 2], v, {"f64": [1, 2]}),
-     "measured", st.sampled_from([None, {"f32": [1, 2]}, {"f64": [1]}])),
     ("plot_cross_entropy_by_length", lambda v: plotting.plot_cross_entropy_by_length(
         [2, 3], v), "curves", st.sampled_from([{"a": [0.5]}, {5: [0.5, 0.5]}, None])),
     ("plot_length_generalization", plotting.plot_length_generalization, "benchmarks",

@@ -96,6 +96,16 @@ def test_scaled_first_bound_holds_at_every_length(layernorm, eps):
                 assert s[0] - bound <= 1 / (4 * (2 * n - 1)) + 1e-12
 
 
+def test_scaled_first_bound_fails_at_eps_one():
+    """The bound is not for every eps > 0 (the docstring's caveat): at eps = 1 the logit is
+    already below it at n = 2 and shrinks as n grows."""
+    bound = scaled_first_bound(True, 1.0)
+    model = first_transformer(layernorm=True, eps=1.0, log_length=True)
+    with torch.no_grad():
+        sizes = [model(torch.tensor([[1] + [0] * (n - 2)])).abs().item() for n in (2, 10, 1000)]
+    assert sizes[0] < bound and sizes[0] > sizes[1] > sizes[2]
+
+
 def test_scaled_first_bound_is_the_proofs():
     """With layer normalization, the proof's formula s ((1 + s^2)/6 + eps)^(-1/2) stays above
     the bound over the range 1/4 < |s| <= 1/2 of the unnormalized logit: the bound takes the

@@ -52,21 +52,6 @@ def test_accuracy_by_length_sorts_lengths():
     assert ax.get_xscale() == "log"
 
 
-def test_count_error_pairs_each_bound_with_its_measurement():
-    ms = [10, 100, 1000]
-    ax = plotting.plot_count_error(ms, {"float32": [0.0, 1e-4, 0.01], "bfloat16": [0.1, 1, 1]},
-                                   {"float32": [1e-5, 1e-3, 0.1], "bfloat16": [1, 10, 100]},
-                                   where="on a test machine")
-    lines = ax.get_lines()
-    points, bounds = lines[0:4:2], lines[1:4:2]
-    for point, bound in zip(points, bounds, strict=True):
-        assert point.get_color() == bound.get_color()
-    assert np.isnan(points[0].get_ydata()[0])  # an exact count has no point on a log axis
-    assert list(bounds[1].get_ydata()) == [1, 10, 100]
-    assert "test machine" in ax.get_title()
-    plt.close(ax.figure)
-
-
 def test_cross_entropy_and_weight_sensitivity_figures_draw_their_data():
     ns = [10, 100, 1000]
     ax = plotting.plot_cross_entropy_by_length(
