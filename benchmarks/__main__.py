@@ -17,6 +17,7 @@ from companion.constructions import parity_transformer
 from companion.languages import random_strings
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
 from companion.runtime import device, set_seed
+from companion.steps import decode, parity_decoder
 from companion.training import Grid, Recognizer
 from companion.training import train as train_grid
 
@@ -57,6 +58,18 @@ def bench_parity(batch=1000, m=999):
         seconds = time_call(lambda: model(w), repeats=3)
     print(f"\nparity_transformer, {batch} strings of n = {m + 1}, float64, on {device()}: "
           f"{seconds:.2f} s")
+
+
+def bench_decoding(batch=1000, m=1000):
+    """Greedy decoding with intermediate steps (:func:`companion.steps.decode`): the PARITY
+    decoder on ``batch`` random strings of length ``m``, float64. Decoding keeps a key/value
+    cache (each step computes one new position); there is no recompute mode to compare."""
+    decoder = parity_decoder().to(device())
+    w = random_strings(batch, m, generator=set_seed(0)).to(device())
+    seconds = time_call(lambda: decode(decoder, w), repeats=1)
+    print(f"\nparity_decoder, {batch} strings of m = {m}, float64, KV cache, on {device()}: "
+          f"{seconds:.2f} s, {batch * 2 * m / seconds:,.0f} positions/s "
+          f"({batch * m / seconds:,.0f} written tokens/s)")
 
 
 def bench_figure2(batch=1000):
@@ -189,6 +202,7 @@ def bench_threads_under_load(busy=2):
 
 if __name__ == "__main__":
     bench_parity()
+    bench_decoding()
     bench_figure2()
     bench_memory()
     bench_self_attention()

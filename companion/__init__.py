@@ -9,10 +9,10 @@ Conventions used throughout (each module's docstrings repeat the ones that matte
   (``Q = X @ W_Q``, one token per row); :mod:`companion.transformer` and
   :mod:`companion.constructions` use the papers' column convention (``q = W^Q a``).
 
-Every module is part of the public API. :mod:`companion.plotting` and :mod:`companion.tables` are
-loaded on first use, so that ``import companion`` does not pay for matplotlib and pandas. The
-course tooling (student editions, the autograder) is a separate package, ``course``, next to
-this one.
+Every module is part of the public API. :mod:`companion.plotting`, :mod:`companion.diagrams` and
+:mod:`companion.tables` are loaded on first use, so that ``import companion`` does not pay for
+matplotlib and pandas. The course tooling (student editions, the autograder) is a separate
+package, ``course``, next to this one.
 """
 
 import importlib
@@ -33,6 +33,7 @@ from companion import (
     recall,
     residual,
     runtime,
+    steps,
     torch_export,
     training,
     transformer,
@@ -40,7 +41,7 @@ from companion import (
 )
 from companion.runtime import device, scale, set_seed
 
-_ON_FIRST_USE = ("plotting", "tables")
+_ON_FIRST_USE = ("diagrams", "plotting", "tables")
 
 
 def __getattr__(name: str):
@@ -54,6 +55,7 @@ __all__ = [
     "circuits",
     "constructions",
     "device",
+    "diagrams",
     "evaluation",
     "exercises",
     "fast_attention",
@@ -69,6 +71,7 @@ __all__ = [
     "runtime",
     "scale",
     "set_seed",
+    "steps",
     "tables",
     "torch_export",
     "training",

@@ -1,0 +1,172 @@
+"""Hidden tests of the exercises of *Intermediate steps* (``book/intermediate_steps.ipynb``),
+and their graded variants (:mod:`course.variants`)."""
+
+import random
+
+from course.hidden import HiddenTest, close
+from course.variants import Variant
+
+EXACT = close(rtol=0, atol=0)
+
+# --- ex-steps-compile: another counting automaton -------------------------------------------
+
+BOOK_RULE = (1, 3, 0)  # count the symbol 1, modulo 3, accept the remainder 0
+
+
+def _accepts(rule, word) -> bool:
+    symbol, modulus, remainder = rule
+    return sum(1 for s in word if s == symbol) % modulus == remainder
+
+
+COUNTERS = {
+    "divisible by 4": ((1, 4, 0), {
+        "divisible by 3": "divisible by 4",
+        "Three states count the 1s modulo 3": "Four states count the 1s modulo 4",
+        "$(q + 1) \\bmod 3$": "$(q + 1) \\bmod 4$",
+        "(q + 1) % 3] for q in range(3)": "(q + 1) % 4] for q in range(4)",
+        "w.sum(dim=1) % 3 == 0": "w.sum(dim=1) % 4 == 0",
+    }),
+    "the remainder 1": ((1, 3, 1), {
+        "is divisible by 3": "leaves the remainder 1 when divided by 3",
+        "Start and accept in state 0.": "Start in state 0 and accept in state 1.",
+        "return transitions, 0, [0]": "return transitions, 0, [1]",
+        "w.sum(dim=1) % 3 == 0": "w.sum(dim=1) % 3 == 1",
+    }),
+    "counting 0s": ((0, 3, 0), {
+        "number of 1s is divisible by 3": "number of 0s is divisible by 3",
+        "count the 1s modulo 3: a 0 keeps the state, a 1 moves":
+            "count the 0s modulo 3: a 1 keeps the state, a 0 moves",
+        "[[q, (q + 1) % 3] for": "[[(q + 1) % 3, q] for",
+        "expected = w.sum(dim=1) % 3 == 0": "expected = (m - w.sum(dim=1)) % 3 == 0",
+    }),
+}
+
+
+def _counter(rng: random.Random) -> Variant:
+    name = rng.choice(sorted(COUNTERS))
+    rule, replace = COUNTERS[name]
+    return Variant(f"strings {name}", replace, {"rule": rule})
+
+
+def _compile_tests(rng: random.Random, rule) -> list[HiddenTest]:
+    tests = []
+    for _ in range(2):
+        while True:  # for a variant, strings on which the book's automaton answers otherwise
+            words = [[rng.randrange(2) for _ in range(rng.randrange(1, 16))] for _ in range(6)]
+            if rule == BOOK_RULE or any(_accepts(rule, w) != _accepts(BOOK_RULE, w)
+                                        for w in words):
+                break
+        rows = ", ".join(f"torch.tensor({w})" for w in words)
+        tests.append(HiddenTest(
+            f"[bool(decode(compile_dfa(*ones_dfa()), row[None])[1]) for row in [{rows}]]",
+            EXACT))
+    return tests
+
+
+# --- ex-steps-precision: another question about the same decoders ----------------------------
+
+FIRST_ERROR = "the smallest $m \\le 60$ for which\n`parity_decoder(dtype)` writes a wrong state"
+NONE_CLAUSE = ", or `None` if there is none. Find it"
+SEARCH = "Decode the string for $m = 1, 2, \\dots$ and compare with `run_dfa`."
+CALL = 'm = first_error_length(dtype, "01")'
+
+QUESTIONS = {
+    "last_right_length": {
+        CALL: 'right = last_right_length(dtype, "01")\n    m = right + 1 if right < 60 else None',
+        "first_error_length": "last_right_length",
+        FIRST_ERROR: "the largest $m \\le 60$ such that\n`parity_decoder(dtype)` writes only right "
+                     "states on every length up to $m$",
+        NONE_CLAUSE: " (0 if it errs at length 1). Find it",
+        SEARCH: SEARCH[:-1] + "; the answer is one less than the first length that errs, or 60.",
+        "            return m\n    return None": "            return m - 1\n    return 60",
+    },
+    "error_count": {
+        CALL: 'count = error_count(dtype, "01")\n'
+              "    assert count == sum(errs(dtype, k) for k in range(1, 61)), count\n"
+              "    m = next((k for k in range(1, 61) if errs(dtype, k)), None)",
+        "first_error_length": "error_count",
+        FIRST_ERROR: "the number of lengths $m \\le 60$ at which\n`parity_decoder(dtype)` writes "
+                     "some wrong state",
+        NONE_CLAUSE: ". Find it",
+        SEARCH: "Decode the string for $m = 1, \\dots, 60$, compare with `run_dfa` and count the "
+                "lengths that err.",
+        "    low = parity_decoder(dtype).to(device)\n":
+            "    low, count = parity_decoder(dtype).to(device), 0\n",
+        "        if not torch.equal(states.cpu(), run_dfa([[0, 1], [1, 0]], 0, w)):\n"
+        "            return m\n    return None":
+            "        count += not torch.equal(states.cpu(),\n"
+            "                                 run_dfa([[0, 1], [1, 0]], 0, w))\n"
+            "    return count",
+    },
+}
+PATTERNS = ["01", "10", "0110", "011", "001", "1"]
+
+
+def _question(rng: random.Random) -> Variant:
+    name = rng.choice(sorted(QUESTIONS))
+    return Variant(f"{name} instead of first_error_length", QUESTIONS[name], {"function": name})
+
+
+def _precision_tests(rng: random.Random, function: str) -> list[HiddenTest]:
+    patterns = rng.sample(PATTERNS, 2)
+    return [HiddenTest(f"{function}(torch.bfloat16, {patterns[0]!r})", EXACT),
+            HiddenTest(f"{function}(torch.float16, {patterns[1]!r})", EXACT)]
+
+
+# --- ex-steps-hahn: count otherwise ----------------------------------------------------------
+
+COUNTS = {
+    "the states that stay the same": ("same", {
+        "count the positions where the states differ": "count the positions where they agree",
+        "the number of states that the chapter's $S_5$ decoder `s5`\nwrites differently":
+            "the number of states that the chapter's $S_5$ decoder `s5`\nwrites the same",
+        "The answer is $m - i$:\nthe states before position $i$ are unchanged, and every later "
+        "state":
+            "The answer is $i$:\nthe $i$ states before position $i$ are unchanged, and every "
+            "later state changes, since it",
+        "return int((before != after).sum())": "return int((before == after).sum())",
+        "assert got == m - i,": "assert got == i,",
+        "{got} states changed": "{got} states stayed",
+    }),
+    "positions counted from 1": ("from 1", {
+        "(counting from 0)": "(counting from 1)",
+        "The answer is $m - i$:": "The answer is $m - i + 1$:",
+        "other[:, i] = 1 - other[:, i]": "other[:, i - 1] = 1 - other[:, i - 1]",
+        "for i in range(m):": "for i in range(1, m + 1):",
+        "assert got == m - i,": "assert got == m - i + 1,",
+    }),
+}
+
+
+def _count(rng: random.Random) -> Variant:
+    name = rng.choice(sorted(COUNTS))
+    kind, replace = COUNTS[name]
+    return Variant(f"counting {name}", replace, {"kind": kind})
+
+
+def _hahn_tests(rng: random.Random, kind: str) -> list[HiddenTest]:
+    tests = []
+    for _ in range(3):
+        m = rng.randrange(3, 20)
+        i = rng.randrange(1, m)  # a position that both counts from 0 and from 1 name
+        while kind == "same" and 2 * i == m:  # where i = m - i, the book would pass
+            i = rng.randrange(1, m)
+        word = [rng.randrange(2) for _ in range(m)]
+        tests.append(HiddenTest(f"changed_states(torch.tensor([{word}]), {i})", EXACT))
+    return tests
+
+
+VARIANTS = {"ex-steps-compile": _counter, "ex-steps-precision": _question,
+            "ex-steps-hahn": _count}
+
+
+def hidden_tests(rng: random.Random, variants: dict) -> dict:
+    def param(label, key, book):
+        return variants[label].params[key] if label in variants else book
+
+    return {
+        "ex-steps-compile": _compile_tests(rng, param("ex-steps-compile", "rule", BOOK_RULE)),
+        "ex-steps-precision": _precision_tests(
+            rng, param("ex-steps-precision", "function", "first_error_length")),
+        "ex-steps-hahn": _hahn_tests(rng, param("ex-steps-hahn", "kind", "book")),
+    }
