@@ -18,3 +18,17 @@ document.addEventListener("DOMContentLoaded", () => {
     }
   }
 });
+
+// On a phone, "on this page" and the table of contents open as dialogs over the text. A tap
+// on one of their links jumps, and the dialog closes, so that the reader sees where the link
+// led instead of the list still lying over it.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const which of ["primary", "secondary"]) {
+    const dialog = document.getElementById(`pst-${which}-sidebar-modal`);
+    dialog?.addEventListener("click", (event) => {
+      if (event.target.closest("a[href]") && dialog.open) {
+        dialog.close();
+      }
+    });
+  }
+});

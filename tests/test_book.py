@@ -331,9 +331,10 @@ def test_every_page_reads_well_in_a_browser(built_book):
     """Every page as a reader's browser shows it, offline, at a desktop's and at a phone's
     width: no console error, every math span typeset, no TeX or MyST left as text, every image
     loaded, figure text 10 CSS px or more, every internal link and anchor found, nothing wider
-    than the text column (an equation too long for a phone scrolls in its own box; none does
-    on a desktop), no margin note floated beside a code cell or another block, the phone's
-    navigation buttons open, no error output, no serious
+    than the text column (no display equation scrolls in its own box, at either width, and no
+    page is wider than a phone), no margin note floated beside a code cell or another block,
+    the phone's navigation buttons open and "on this page" closes after a jump, no error
+    output, no serious
     accessibility violation in the light or the dark theme. The first screen of each page at
     each width is saved under _build/screens/ to be looked at."""
     from browser import check_book  # needs playwright, which only the slow checks use
@@ -357,9 +358,6 @@ def test_every_page_reads_well_in_a_browser(built_book):
         if found:
             problems[f"{report.path} at {report.width}"] = found
     assert not problems, json.dumps(problems, indent=1)
-    scrolling = sorted({(r.path, tex) for r in reports for tex in r.scrolling_equations})
-    print(f"{len(scrolling)} display equations scroll in their box on a phone:",
-          *(f"{path}: {tex}" for path, tex in scrolling), sep="\n  ")
     # the status column of Execution statistics in words (tools/exectable.py), not emoji: every
     # chapter, and the full-scale appendix (a text notebook that shows its recorded figures)
     statistics = (html / "book" / "execution.html").read_text()
@@ -551,3 +549,56 @@ def test_docstrings_cite_works_of_the_bibliography():
     cite_keys(lines, keys)
     assert lines == ["Proposition 2 of :cite:t:`chiang2022overcoming` (§4.2)",
                      "LongTensor[B] or [hahn2020]"]
+
+
+def _document(path: Path) -> str:
+    """A page's text in reading order with its labels written out: a notebook's cells, each
+    figure cell's name as ``(name)=`` before its source (as a MyST target would be)."""
+    if path.suffix == ".md":
+        return path.read_text()
+    parts = []
+    for cell in cells(path):
+        name = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}).get("name")
+        parts.append((f"({name})=\n" if name else "") + "".join(cell["source"]))
+    return "\n\n".join(parts)
+
+
+def _labels(text: str) -> dict[str, int]:
+    """Where each label of a page is defined: ``(label)=`` targets, ``:label:`` and ``:name:``
+    options of directives."""
+    found = {}
+    for pattern in (r"^\((?P<l>[\w-]+)\)=", r"^:(?:label|name): *(?P<l>[\w-]+)"):
+        for match in re.finditer(pattern, text, re.M):
+            found.setdefault(match["l"], match.start())
+    return found
+
+
+def test_relative_references_point_where_they_say():
+    """"Below" and "above" in a reference's text match where its target is on the page, and
+    "the next chapter" or "the previous chapter" comes with a link to the chapter that is
+    next or previous in the table of contents (a chapter inserted between them would
+    otherwise leave the words pointing at the wrong one)."""
+    order = [name.removeprefix("book/") for name in toc_files() if name.startswith("book/")]
+    wrong = []
+    for path in [*NOTEBOOKS, *sorted((ROOT / "book").glob("*.md"))]:
+        text = _document(path)
+        labels = _labels(text)
+        for match in re.finditer(r"\{(?:ref|numref)\}`([^`<]*)<([\w-]+)>`", text):
+            words, target = match.groups()
+            for word, later in (("below", True), ("above", False)):
+                if re.search(rf"\b{word}\b", words) and (
+                        target not in labels or (labels[target] > match.start()) != later):
+                    wrong.append(f"{path.name}: '{words.strip()}' -> {target}")
+        if path.stem not in order:
+            continue
+        at = order.index(path.stem)
+        for paragraph in re.split(r"\n\s*\n", text):
+            for which, step in (("next", 1), ("previous", -1)):
+                if not re.search(rf"\b{which} chapters?\b", paragraph):
+                    continue
+                neighbour = order[at + step] if 0 <= at + step < len(order) else None
+                if neighbour is None or not re.search(
+                        rf"\{{doc\}}`(?:[^`<]*<)?{neighbour}>?`", paragraph):
+                    wrong.append(f"{path.name}: 'the {which} chapter' without a link to "
+                                 f"{neighbour}")
+    assert not wrong, "\n".join(wrong)

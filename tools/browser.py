@@ -140,6 +140,9 @@ PAGE_SCRIPT = """async () => {
     scrollingEquations: equations.filter(el => wide(el) && scrolls(el)).map(tex),
     errorOutput: [...document.querySelectorAll(
       '.output.traceback, .output.stderr, .output.error')].map(name),
+    // the page itself, wider than the window: the whole page pans sideways
+    pageWidth: document.documentElement.scrollWidth,
+    windowWidth: document.documentElement.clientWidth,
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
     ids: [...document.querySelectorAll('[id]')].map(el => el.id),
   };
@@ -227,6 +230,13 @@ def navigation_problems(page: Page, tap: bool) -> list[str]:
         page.wait_for_timeout(300)
         if not page.evaluate(DIALOG_SCRIPT, which):
             problems.append(f"{label} does not open")
+        elif which == "secondary":  # a jump to a section closes the dialog over the text
+            link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
+            if link.count():
+                link.tap() if tap else link.click()
+                page.wait_for_timeout(300)
+                if page.evaluate(DIALOG_SCRIPT, which):
+                    problems.append(f"{label} stays open over the text after a jump")
         page.keyboard.press("Escape")
     return problems
 
@@ -300,17 +310,22 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
         for i in seen["figureText"]
         if i["textPx"] is None or i["textPx"] < SMALLEST_FIGURE_TEXT_PX - 0.05]
     report.overflow = seen["overflow"]
+    if seen["pageWidth"] > seen["windowWidth"] + 1:
+        report.overflow.append(f"the page is {seen['pageWidth']} px wide in a "
+                               f"{seen['windowWidth']} px window")
     report.overlaps = seen["overlaps"]
     report.scrolling_equations = seen["scrollingEquations"]
     report.error_output = seen["errorOutput"]
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=screenshot)
+    # A display equation fits the text column at every width: one that scrolls in its box
+    # hides its right half from a reader who does not know to swipe.
+    report.overflow += [f"scrolls at a {report.width}'s width: {tex}"
+                        for tex in report.scrolling_equations]
     if report.width == "desktop":
         # Code and tables scroll sideways on a phone, as everywhere; on a desktop they fit.
         report.wide = seen["wide"]
-        report.overflow += [f"scrolls at a desktop's width: {tex}"
-                            for tex in report.scrolling_equations]
         report.accessibility = _accessibility(page, report)
     else:
         report.navigation = navigation_problems(page, tap=True)
@@ -365,5 +380,3 @@ if __name__ == "__main__":
                 print(f"  {kind}: {item}")
             if len(found) > 8:
                 print(f"  {kind}: ... {len(found) - 8} more")
-        for equation in report.scrolling_equations:
-            print(f"  scrolls in its box: {equation}")
