@@ -87,10 +87,10 @@ class Cache:
 
 class Decoder(nn.Module):
     """A causal decoder: ``embedding [V, d]`` rows for the ``V`` tokens (named by ``tokens``), a
-    position embedding ``positions(i: LongTensor[N]) -> [N, d]``, :class:`EncoderLayer` s, and
-    the logits ``output_weight [S, d] @ a`` of the ``S`` tokens it writes, the token ids
-    ``first_written, ..., first_written + S - 1``. ``layout`` names the ``d`` dimensions.
-    :func:`compile_dfa` builds one."""
+    position embedding ``positions(i: LongTensor[N]) -> [N, d]``, layers
+    (:class:`~companion.transformer.EncoderLayer`), and the logits ``output_weight [S, d] @ a``
+    of the ``S`` tokens it writes, the token ids ``first_written, ..., first_written + S - 1``.
+    ``layout`` names the ``d`` dimensions. :func:`compile_dfa` builds one."""
 
     def __init__(self, embedding, positions, layers, output_weight, first_written: int,
                  layout, tokens):
