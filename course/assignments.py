@@ -19,10 +19,12 @@ writes the book's roles as plain text (citations as "Author (year)", references 
 titles), since no bibliography or other chapter is at hand; its exercise and statement
 directives stay, which JupyterLab renders as boxes with jupyterlab-myst. The checks stay, so
 students can test their work, and each written part gets a Markdown cell tagged ``written``
-for the answer. Points are graded by hidden tests
-(:mod:`course.hidden`), not by the checks. The instructor edition keeps everything. Both are
-written without outputs. For graded work, a course seed (and a roster) hands out variants of
-the exercises that the public book does not answer (:mod:`course.variants`). Command line::
+for the answer. Stubs, checks and written parts name each exercise by the book's number and
+its label, "Exercise 7.1 (ex-learn-threshold)" (:mod:`course.numbers`). Points are graded by
+hidden tests (:mod:`course.hidden`), not by the checks. The instructor edition keeps
+everything. Both are written without outputs. For graded work, a course seed (and a roster)
+hands out variants of the exercises that the public book does not answer
+(:mod:`course.variants`). Command line::
 
     python -m course.assignments book/*.ipynb --out _build/assignments \\
         [--course-seed N [--roster students.csv]]
@@ -36,6 +38,8 @@ from pathlib import Path
 
 import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
+
+from course.numbers import exercise_numbers, numbered
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
 FOLDED = "hide-cell"  # myst-nb's tag for a cell folded behind a button
@@ -75,15 +79,24 @@ def tagged(notebook: nbformat.NotebookNode, tag: str, label: str,
 
 class StubAnswers(Preprocessor):
     """Replace every ``answer`` cell by a stub that raises ``NotImplementedError``, unfolded
-    (the book folds the model answer, in the HTML and in JupyterLab)."""
+    (the book folds the model answer, in the HTML and in JupyterLab), and name the exercise
+    of every ``check`` cell, before it and when it passes; ``numbers`` maps labels to the
+    book's numbers (:func:`course.numbers.exercise_numbers`)."""
+
+    def __init__(self, numbers: dict[str, str], **kwargs):
+        super().__init__(**kwargs)
+        self.numbers = numbers
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and ANSWER in cell.metadata.get("tags", []):
-            label = cell.metadata.get("exercise", "this exercise")
-            cell.source = (f"# Your answer to {label} goes here; then run the check below.\n"
-                           f'raise NotImplementedError("{label}: not answered yet")')
+        tags = cell.metadata.get("tags", [])
+        name = numbered(cell.metadata.get("exercise", "this exercise"), self.numbers)
+        if cell.cell_type == "code" and ANSWER in tags:
+            cell.source = (f"# Your answer to {name}; then run the check below.\n"
+                           f'raise NotImplementedError("{name}: not answered yet")')
             cell.metadata.tags = [tag for tag in cell.metadata.tags if tag != FOLDED]
             cell.metadata.pop("jupyter", None)
+        elif cell.cell_type == "code" and CHECK in tags:
+            cell.source = f'# Checks {name}\n{cell.source}\nprint("{name}: the checks pass")'
         return cell, resources
 
 
@@ -195,15 +208,20 @@ def points_text(points: float) -> str:
     return f"{points:g} point{'' if points == 1 else 's'}"
 
 
-def written_prompt(label: str, points: float) -> str:
-    """The text of a written-answer cell before the student replaces it."""
-    return (f"**Your written answer to {label}** ({points_text(points)}, graded by hand): replace "
+def written_prompt(name: str, points: float) -> str:
+    """The text of a written-answer cell before the student replaces it; ``name`` is the
+    exercise's (:func:`course.numbers.numbered`)."""
+    return (f"**Your written answer to {name}** ({points_text(points)}, graded by hand): replace "
             "this text. Markdown and $\\LaTeX$ math work here.")
 
 
 class WrittenAnswerCells(Preprocessor):
     """Add a Markdown cell tagged ``written`` for each written part, where its exercise's
-    cells end."""
+    cells end; ``numbers`` as for :class:`StubAnswers`."""
+
+    def __init__(self, numbers: dict[str, str], **kwargs):
+        super().__init__(**kwargs)
+        self.numbers = numbers
 
     def preprocess(self, notebook, resources):
         for label, points in written_points(notebook).items():
@@ -211,7 +229,8 @@ class WrittenAnswerCells(Preprocessor):
             if not mine:
                 raise ValueError(f"written: exercise {label} has no cells in the notebook")
             cell = nbformat.v4.new_markdown_cell(
-                written_prompt(label, points), metadata={"tags": [WRITTEN], "exercise": label})
+                written_prompt(numbered(label, self.numbers), points),
+                metadata={"tags": [WRITTEN], "exercise": label})
             notebook.cells.insert(mine[-1] + 1, cell)
         return notebook, resources
 
@@ -223,11 +242,15 @@ def _apply(notebook, *preprocessors) -> nbformat.NotebookNode:
     return notebook
 
 
-def student_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without solutions: answers stubbed, checks kept, no outputs."""
+def student_edition(notebook: nbformat.NotebookNode,
+                    chapter: str | None = None) -> nbformat.NotebookNode:
+    """The notebook without solutions: answers stubbed, checks kept, no outputs. ``chapter``
+    (the notebook's file stem) gives the exercises the book's numbers; without it, or for a
+    notebook not in the book, they go by their labels."""
+    numbers = exercise_numbers(notebook, chapter) if chapter else {}
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
-    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(), PlainRoles(),
-                  WrittenAnswerCells())
+    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(numbers),
+                  PlainRoles(), WrittenAnswerCells(numbers))
 
 
 def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -260,7 +283,8 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
             continue
         _write(instructor_edition(notebook), out / "instructor" / path.name)
         if course_seed is None:
-            written.append(_write(student_edition(notebook), out / "student" / path.name))
+            written.append(_write(student_edition(notebook, path.stem),
+                                   out / "student" / path.name))
             continue
         make_variants = hidden_tests.load(path.stem, hidden).VARIANTS
         indices = {}
@@ -272,7 +296,8 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
                 _write(instructor_edition(indices[index]),
                        out / "instructor" / "variants" / f"{path.stem}-{index}.ipynb")
             folder = out / "student" / student if student else out / "student"
-            written.append(_write(student_edition(indices[index]), folder / path.name))
+            written.append(_write(student_edition(indices[index], path.stem),
+                                   folder / path.name))
             handed_out.append([student, path.stem, index,
                                "; ".join(f"{label}: {name}" for label, name in
                                          indices[index].metadata.course_variant.items())])

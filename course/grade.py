@@ -53,6 +53,7 @@ from course.assignments import (
     written_points,
     written_prompt,
 )
+from course.numbers import exercise_numbers, numbered
 from course.sandbox import (
     HIDDEN_TEST,
     TIMEOUT,
@@ -70,12 +71,19 @@ UNSAFE = "none (--unsafe): the submission could read and change what the grader 
 
 @dataclass
 class ExerciseScore:
-    """The grade of one exercise: ``score`` out of ``points``, ``message`` says why."""
+    """The grade of one exercise: ``score`` out of ``points``, ``message`` says why;
+    ``number`` is the book's ("Exercise 7.1"), empty for a notebook not in the book."""
 
     label: str
     points: float
     score: float
     message: str
+    number: str = ""
+
+    @property
+    def name(self) -> str:
+        """"Exercise 7.1 (ex-learn-threshold)", or the label where there is no number."""
+        return numbered(self.label, {self.label: self.number} if self.number else {})
 
 
 @dataclass
@@ -230,6 +238,7 @@ class Grader:
             raise ValueError(f"reference: {reference} has no graded exercises in its metadata")
         self.seed = random.SystemRandom().randrange(2**32) if seed is None else seed
         self.chapter = Path(reference).stem
+        self.numbers = exercise_numbers(self.reference, self.chapter)
         self.module = hidden_tests.load(self.chapter, hidden)
         if roster is not None and course_seed is None:
             raise ValueError("roster: a roster needs a course_seed (--course-seed)")
@@ -317,7 +326,7 @@ class Grader:
         passed = total - len(failures)
         message = f"{passed} of {total} hidden tests passed"
         if not failures:
-            return ExerciseScore(label, points, points, message)
+            return ExerciseScore(label, points, points, message, self.numbers.get(label, ""))
         answer_errors = [outcome["cells"][i] for i in tagged(notebook, ANSWER, label)
                          if outcome["cells"].get(i) is not None]
         if answer_errors:
@@ -329,7 +338,7 @@ class Grader:
             else:
                 message += f"; the answer cell raised {ename}: {evalue}"
         return ExerciseScore(label, points, points * passed / total,
-                             f"{message}; failed: {failures[0]}")
+                             f"{message}; failed: {failures[0]}", self.numbers.get(label, ""))
 
     def grade_batch(self, notebooks, student: str | None = None):
         """Grade every notebook in turn, yielding a :class:`Report` as each is done; one that
@@ -343,14 +352,15 @@ class Grader:
             except Exception as error:  # noqa: BLE001 - one submission never stops the batch
                 why = str(error) if isinstance(error, ValueError) else (
                     f"the grader failed on it ({type(error).__name__}: {error})")
-                zeros = [ExerciseScore(label, p, 0, why) for label, p in self.points.items()]
+                zeros = [ExerciseScore(label, p, 0, why, self.numbers.get(label, ""))
+                         for label, p in self.points.items()]
                 yield Report(str(path), zeros, why, self.sandbox)
 
 
 def table(scores: list[ExerciseScore]) -> str:
     """A plain-text score table with one row per exercise and the total."""
-    width = max([len(s.label) for s in scores] + [5])
-    rows = [f"{s.label:<{width}}  {s.score:>5.3g} / {s.points:<4g} {s.message}" for s in scores]
+    width = max([len(s.name) for s in scores] + [5])
+    rows = [f"{s.name:<{width}}  {s.score:>5.3g} / {s.points:<4g} {s.message}" for s in scores]
     total = sum(s.score for s in scores), sum(s.points for s in scores)
     return "\n".join(rows + [f"{'total':<{width}}  {total[0]:>5.3g} / {total[1]:g}"])
 
@@ -360,17 +370,19 @@ def _number(x: float) -> str:
 
 
 def write_csv(reports: list[Report], path: Path, written: dict | None = None) -> None:
-    """One row per submission, one column per exercise, then the total and the maximum of the
-    autograded ones, and an empty column for each written exercise (``{label: points}``) for
-    the instructor to fill in; written to a temporary file and renamed, so a reader never sees
-    half a table."""
-    labels = list(dict.fromkeys(s.label for r in reports for s in r.exercises))
-    hand = [f"{label} (written, of {points:g})" for label, points in (written or {}).items()]
+    """One row per submission, one column per exercise (headed by its name, "Exercise 7.1
+    (ex-learn-threshold)"), then the total and the maximum of the autograded ones, and an empty
+    column for each written exercise (``{label: points}``) for the instructor to fill in;
+    written to a temporary file and renamed, so a reader never sees half a table."""
+    names = {s.label: s.name for r in reports for s in r.exercises}
+    labels = list(names)
+    hand = [f"{names.get(label, label)} (written, of {points:g})"
+            for label, points in (written or {}).items()]
     temporary = path.with_name(path.name + ".partial")
     with temporary.open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["notebook", *labels, "total", "max_score", *hand, "error", "sandbox",
-                         "variant"])
+        writer.writerow(["notebook", *names.values(), "total", "max_score", *hand, "error",
+                         "sandbox", "variant"])
         for r in reports:
             scores = {s.label: _number(s.score) for s in r.exercises}
             writer.writerow([r.notebook, *(scores.get(label, "") for label in labels),
@@ -384,6 +396,7 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     one notebook for grading by hand, and its HTML beside it (``path`` with ``.html``): for each
     written part, its statement and points, then each submission's answer under its name."""
     reference_notebook = _read(reference, "reference")
+    numbers = exercise_numbers(reference_notebook, Path(reference).stem)
     statements = exercise_statements(reference_notebook)
     titles = statement_titles(reference_notebook)
     submissions = {}
@@ -395,12 +408,13 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     cells = [nbformat.v4.new_markdown_cell(f"# Written answers: {Path(reference).stem}")]
     for label, points in written_points(reference_notebook).items():
         statement = plain_markdown(statements.get(label, ""), titles)
+        exercise = numbered(label, numbers)
         cells.append(nbformat.v4.new_markdown_cell(
-            f"## {label} ({points_text(points)})\n\n{statement}"))
+            f"## {exercise} ({points_text(points)})\n\n{statement}"))
         for name, submission in submissions.items():
             answer = "\n\n".join(
                 submission.cells[i].source for i in tagged(submission, WRITTEN, label, "markdown")
-                if submission.cells[i].source.strip() != written_prompt(label, points))
+                if submission.cells[i].source.strip() != written_prompt(exercise, points))
             cells.append(nbformat.v4.new_markdown_cell(
                 f"### {html.escape(name)}\n\n{answer or '*(no written answer)*'}"))
     collected = nbformat.v4.new_notebook(cells=cells)
@@ -411,10 +425,11 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
 
 def gradescope_results(report: Report) -> dict:
     """``report`` in the format of Gradescope's ``results.json`` (its autograder specification):
-    one test per exercise, named by its label, with its score, points and message; a notebook
+    one test per exercise, named by its number and label (:attr:`ExerciseScore.name`), with its
+    score, points and message; a notebook
     that could not be graded scores 0 with the reason as the output, and one graded without
     the sandbox says so there. Written parts are left to Gradescope's own grading by hand."""
-    tests = [{"name": s.label, "score": s.score, "max_score": s.points, "output": s.message}
+    tests = [{"name": s.name, "score": s.score, "max_score": s.points, "output": s.message}
              for s in report.exercises]
     unsafe = "" if report.sandbox == "bubblewrap" else f"graded without a sandbox: {report.sandbox}"
     output = "\n".join(filter(None, [unsafe, report.error]))

@@ -455,6 +455,54 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     render_pages(pdf, ROOT / "_build" / "pdf-pages")
 
 
+_FLOAT = re.compile(r'<(?:figure|table)\b[^>]*\bid="([^"]+)".*?'
+                    r'<span class="caption-number">(?:Fig\.|Table) ([\d.]+) </span>', re.S)
+_BOX = re.compile(r'<span class="caption-number">(?!Fig\.|Table)(\w+ [\d.]+) </span>')
+_LATEX_BOX = re.compile(r"\\begin\{sphinxadmonition\}\{note\}\{([A-Z][a-z]+ \d+(?:\.\d+)*)\b")
+_LATEX_LABEL = re.compile(r"\\newlabel\{([\w/]+:[\w-]+)\}\{\{([\d.]+)\}")
+
+
+def html_numbers(html: Path, pages: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The numbers of the HTML book's ``pages``: figures and tables ``{"page:label": "6.1"}``,
+    and the theorem-like boxes and exercises ``["Proposition 6.1", …]`` in reading order."""
+    floats, boxes = {}, []
+    for page in pages:
+        text = (html / f"{page}.html").read_text()
+        floats |= {f"{page}:{label}": number for label, number in _FLOAT.findall(text)}
+        boxes += _BOX.findall(text)
+    return floats, boxes
+
+
+def latex_numbers(latex: Path) -> tuple[dict[str, str], list[str]]:
+    """The same numbers in the LaTeX output: figures and tables as LaTeX numbered them (its
+    ``.aux``), the boxes' titles as the ``.tex`` prints them."""
+    labels = dict(_LATEX_LABEL.findall((latex / "book.aux").read_text()))
+    return labels, _LATEX_BOX.findall((latex / "book.tex").read_text())
+
+
+@pytest.mark.slow  # needs the executed build and its PDF
+def test_the_html_and_the_pdf_number_alike(built_book):
+    """Every figure, table, theorem-like box and exercise has the same number in the HTML and
+    the PDF ("Exercise 7.1", "Proposition 6.1", and the appendices' "Fig. 1"), and the
+    exercises' numbers are those the course's editions and grader use."""
+    import nbformat
+
+    from course.numbers import exercise_numbers
+
+    returncode, log, html = built_book
+    assert returncode == 0, log
+    pages = [page for page in toc_files() if page != "book/instructors"]  # not in the PDF
+    floats, boxes = html_numbers(html, pages)
+    labels, latex_boxes = latex_numbers(html.parent / "latex")
+    assert floats and boxes, "the HTML's numbers were found"
+    assert {key: labels.get(key) for key in floats} == floats
+    assert latex_boxes == boxes
+    chapters = [ROOT / f"{page}.ipynb" for page in pages if (ROOT / f"{page}.ipynb").exists()]
+    course = [number for chapter in chapters for number in exercise_numbers(
+        nbformat.read(chapter, as_version=4), chapter.stem).values()]
+    assert course == [box for box in boxes if box.startswith("Exercise ")]
+
+
 def test_the_full_scale_appendix_shows_every_recorded_figure():
     """Each figure that tools/full_figures.py records from a full-scale run is a figure of its
     chapter, is recorded in book/figures/full, and is shown once in the appendix."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course import hidden
@@ -32,7 +33,17 @@ from course.assignments import (
     write_editions,
     written_points,
 )
-from course.grade import Grader, gradescope_results, main, table, write_csv, write_written_answers
+from course.grade import (
+    ExerciseScore,
+    Grader,
+    Report,
+    gradescope_results,
+    main,
+    table,
+    write_csv,
+    write_written_answers,
+)
+from course.numbers import chapter_numbers, exercise_numbers
 from course.sandbox import (
     MAX_PRINTED,
     MAX_RESULT,
@@ -631,8 +642,9 @@ def editions(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_student_edition_has_no_solutions_and_plain_roles(chapter):
     book = nbformat.read(chapter, as_version=4)
-    student = student_edition(book)
+    student = student_edition(book, chapter.stem)
     points = exercise_points(book)
+    numbers = exercise_numbers(book, chapter.stem)
     assert points, "every chapter has graded exercises"
     assert set(written_points(book)) <= set(points)
     assert not any(SOLUTION in tags(cell) for cell in student.cells)
@@ -649,11 +661,15 @@ def test_student_edition_has_no_solutions_and_plain_roles(chapter):
         assert "hide-cell" in tags(book.cells[answer]), "the book folds its model answer"
         assert book.cells[answer].metadata.jupyter.source_hidden, "and so does JupyterLab"
         [stub] = tagged(student, ANSWER, label)
-        assert "raise NotImplementedError" in student.cells[stub].source
+        name = f"{numbers[label]} ({label})"  # "Exercise 7.1 (ex-steps-compile)"
+        assert student.cells[stub].source.startswith(f"# Your answer to {name};")
+        assert f'raise NotImplementedError("{name}: not answered yet")' in (
+            student.cells[stub].source)
         assert "hide-cell" not in tags(student.cells[stub]), "a student sees the stub"
         assert "jupyter" not in student.cells[stub].metadata
         checks = [student.cells[i].source for i in tagged(student, CHECK, label)]
-        assert checks == [book.cells[i].source for i in tagged(book, CHECK, label)]
+        assert checks == [f'# Checks {name}\n{book.cells[i].source}\nprint("{name}: the checks '
+                          'pass")' for i in tagged(book, CHECK, label)]
     for label in written_points(book):
         assert len(tagged(student, WRITTEN, label, "markdown")) == 1
     assert instructor_edition(book).cells == book.cells  # and the book is left as it was
@@ -687,6 +703,84 @@ def test_statements_cite_as_the_book_does():
     assert text == ("```{exercise} Title of ex-a\n:label: ex-a\n\nAs Chiang and Cholak (2022) "
                     "show with lemma “Hahn's lemma”, and (Hahn, 2020, §4) before, as in "
                     "Self-attention.\n```")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_exercises_have_the_numbers_of_the_book(chapter):
+    """Exercise k of the chapter at place c among the numbered parts' chapters of _toc.yml is
+    "Exercise c.k", as sphinx-exercise numbers it in the HTML (the PDF's are compared with the
+    HTML's in tests/test_book.py); every exercise of a chapter is graded, so the graded
+    exercises in the order of their cells are the chapter's exercises in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = [Path(c["file"]).name for part in toc["parts"] if part.get("numbered")
+                for c in part["chapters"]]
+    book = nbformat.read(chapter, as_version=4)
+    expected = {label: f"Exercise {numbered.index(chapter.stem) + 1}.{k}"
+                for k, label in enumerate(exercise_points(book), 1)}
+    assert exercise_numbers(book, chapter.stem) == expected
+    assert chapter_numbers()[chapter.stem] == numbered.index(chapter.stem) + 1
+
+
+def test_exercise_numbers_follow_the_table_of_contents(tmp_path):
+    """Chapters are numbered across the numbered parts; an appendix's exercises are numbered
+    without a chapter, an exercise marked :nonumber: gets no number and takes none, and a
+    notebook outside the book keeps its labels."""
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(yaml.safe_dump({"root": "intro", "parts": [
+        {"caption": "I", "numbered": True, "chapters": [{"file": "book/one"}]},
+        {"caption": "II", "numbered": True, "chapters": [{"file": "book/toy"}]},
+        {"caption": "Appendices", "chapters": [{"file": "book/extra"}]}]}))
+    assert chapter_numbers(toc) == {"one": 1, "toy": 2, "extra": None}
+    notebook = new_notebook(cells=[
+        statement("ex-a"),
+        new_markdown_cell("```{exercise} Unnumbered\n:nonumber:\n:label: ex-n\n\nDo.\n```"),
+        new_markdown_cell("```{exercise}\nNo label.\n```\n\n" + statement("ex-b").source)])
+    assert exercise_numbers(notebook, "toy", toc) == {"ex-a": "Exercise 2.1",
+                                                      "ex-b": "Exercise 2.3"}
+    assert exercise_numbers(notebook, "extra", toc) == {"ex-a": "Exercise 1",
+                                                        "ex-b": "Exercise 3"}
+    assert exercise_numbers(notebook, "elsewhere", toc) == {}
+
+
+def test_the_grader_names_exercises_by_number(tmp_path):
+    """Rows of the grader's table, its CSV's columns and Gradescope's tests say "Exercise 2.1"
+    beside the label; an exercise without a number goes by its label."""
+    scores = [ExerciseScore("ex-a", 2, 1, "1 of 2 hidden tests passed", "Exercise 2.1"),
+              ExerciseScore("ex-b", 3, 3, "3 of 3 hidden tests passed")]
+    report = Report("alice.ipynb", scores)
+    assert table(scores).splitlines()[0].startswith("Exercise 2.1 (ex-a)  ")
+    assert table(scores).splitlines()[1].startswith("ex-b   ")
+    write_csv([report], tmp_path / "grades.csv", {"ex-a": 1})
+    (row,) = csv.DictReader((tmp_path / "grades.csv").open())
+    assert (row["Exercise 2.1 (ex-a)"], row["ex-b"], row["total"]) == ("1", "3", "4")
+    assert "Exercise 2.1 (ex-a) (written, of 1)" in row
+    names = [test["name"] for test in gradescope_results(report)["tests"]]
+    assert names == ["Exercise 2.1 (ex-a)", "ex-b"]
+
+
+def test_a_chapter_of_the_book_is_edited_and_graded_by_number(toy, tmp_path, monkeypatch):
+    """With the toy chapter second in the table of contents, its student edition's stub and
+    written part, the grader's rows and the written answers' headings say "Exercise 2.1"."""
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(yaml.safe_dump({"root": "intro", "parts": [{
+        "caption": "I", "numbered": True,
+        "chapters": [{"file": "book/other"}, {"file": "book/toy"}]}]}))
+    monkeypatch.setattr("course.numbers.TOC", toc)
+    student = student_edition(nbformat.read(toy["reference"], as_version=4), "toy")
+    (stub,) = tagged(student, ANSWER, "ex-b")
+    assert "Exercise 2.2 (ex-b)" in student.cells[stub].source
+    (written,) = tagged(student, WRITTEN, "ex-a", "markdown")
+    assert "Exercise 2.1 (ex-a)" in student.cells[written].source
+    path = toy["submissions"] / "untouched.ipynb"
+    nbformat.write(student, path)
+    grader = Grader(toy["reference"], toy["hidden"], seed=3, timeout=20)
+    a, b = grader.grade(path)
+    assert (a.name, b.name) == ("Exercise 2.1 (ex-a)", "Exercise 2.2 (ex-b)")
+    assert a.message.startswith("not answered")
+    write_written_answers([path], toy["reference"], tmp_path / "written.ipynb")
+    text = "\n".join(c.source for c in nbformat.read(tmp_path / "written.ipynb", 4).cells)
+    assert "## Exercise 2.1 (ex-a) (1 point)" in text
+    assert "*(no written answer)*" in text, "the prompt left as it was is no answer"
 
 
 @pytest.mark.slow  # runs a whole chapter in a kernel, three times

@@ -21,6 +21,13 @@
   would otherwise drop what it cannot spell.
 * The students' edition leaves out the solutions and the appendix *For instructors*; a link to
   that appendix becomes its title and "in the HTML book".
+* One number for every numbered thing, as in the HTML. sphinx-jupyterbook-latex sets
+  ``numfig_secnum_depth`` to 2 for a book with parts, so that LaTeX numbers figures per
+  chapter; but sphinx-exercise and sphinx-proof print the numbers Sphinx assigns with that
+  depth, per section ("Exercise 7.8.1", "Proposition 6.2.1"). Here Sphinx assigns them with
+  depth 1, per chapter ("Exercise 7.1", as the HTML), and LaTeX still gets depth 2.
+  The appendices, unnumbered in the HTML, are unnumbered in the PDF too, and their figures
+  are numbered 1, 2, … as the HTML numbers them (one count for all unnumbered pages).
 """
 
 import re
@@ -175,6 +182,50 @@ class BookmarkMath(SphinxPostTransform):
                 math.replace_self(nodes.raw("", latex, format="latex"))
 
 
+class PerChapterNumbers:
+    """Sphinx assigns the numbers that sphinx-exercise and sphinx-proof print per chapter
+    (``numfig_secnum_depth`` 1, as for the HTML); then the LaTeX writer gets back the depth
+    that sphinx-jupyterbook-latex set, 2, which with parts tells LaTeX to number figures and
+    tables per chapter (LaTeX numbers those itself)."""
+
+    def __init__(self):
+        self.latex_depth = None
+
+    def builder_inited(self, app) -> None:
+        if app.builder.format == "latex":
+            self.latex_depth = app.config.numfig_secnum_depth
+            app.config.numfig_secnum_depth = 1
+
+    def numbers_assigned(self, app, env) -> list[str]:
+        if self.latex_depth is not None:
+            app.config.numfig_secnum_depth = self.latex_depth
+        return []
+
+
+class UnnumberedAppendices(SphinxPostTransform):
+    """The pages after the numbered chapters (the appendices) are unnumbered, as in the HTML,
+    and their figures and tables are numbered from 1 without a chapter number, as Sphinx
+    numbers them in the HTML (one count for every unnumbered page)."""
+
+    # after sphinx-jupyterbook-latex (700) turns the toctree captions into parts
+    default_priority = 710
+    formats = ("latex",)
+    unnumbered = (r"\setcounter{secnumdepth}{-1}\setcounter{chapter}{0}"
+                  r"\setcounter{figure}{0}\setcounter{table}{0}")
+
+    def run(self, **kwargs) -> None:
+        numbered = self.env.toc_secnumbers
+        seen_numbered = False
+        for page in self.document.findall(addnodes.start_of_file):
+            if page["docname"] not in self.env.all_docs:  # a part, named by its caption
+                continue
+            if numbered.get(page["docname"]):
+                seen_numbered = True
+            elif seen_numbered:
+                page.insert(0, nodes.raw("", self.unnumbered, format="latex"))
+                return
+
+
 def setup(app):
     """Register the extension with Sphinx."""
     sphinx_proof.nodes.find_parent = _docname
@@ -183,4 +234,10 @@ def setup(app):
     app.add_post_transform(StudentEdition)
     app.add_post_transform(IntroductionHeading)
     app.add_post_transform(BookmarkMath)
+    app.add_post_transform(UnnumberedAppendices)
+    numbers = PerChapterNumbers()
+    # after sphinx-jupyterbook-latex's own builder-inited handler (priority 500)
+    app.connect("builder-inited", numbers.builder_inited, priority=900)
+    # after Sphinx's own env-get-updated handler (priority 500), which assigns the numbers
+    app.connect("env-get-updated", numbers.numbers_assigned, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
