@@ -472,7 +472,8 @@ def plot_training_curves(log, axes=None):
     """Figure 4 of [chiang2022overcoming] from a :class:`companion.training.TrainingLog`: test
     cross-entropy (bits per string), test accuracy and the attention weight on the first symbol,
     by epoch (rows), for each variant (columns: standard, scaled attention), one curve per train
-    length: the mean over runs, with a band of one standard error of the mean. Returns the
+    length: the mean over runs, with a band of one standard error of the mean. Every panel is
+    titled with its variant, and the panels of one row share their y-range. Returns the
     ``[3, variants]`` array of axes."""
     from companion.training import TrainingLog
 
@@ -495,11 +496,17 @@ def plot_training_curves(log, axes=None):
                 ax.plot(epochs, mean, color=f"C{index}", label=f"trained on m = {m}")
                 ax.fill_between(epochs, mean - error, mean + error, color=f"C{index}", alpha=0.2)
             ax.set_ylabel(label)
-            if row == 0:
-                ax.set_title(f"{variant} attention, tested on m = {log.test_length}")
-            if row == 2:
-                ax.set_xlabel("epoch")
+            # every panel its title and tick labels: on a phone the panels stand one under
+            # another
+            ax.set_title(f"{variant} attention, tested on m = {log.test_length}")
+            ax.tick_params(labelbottom=True)
+            ax.set_xlabel("epoch")
         axes[1][column].set_ylim(0.4, 1.02)
+    for row_axes in axes:  # the variants' panels of one quantity share their y-range
+        low = min(ax.get_ylim()[0] for ax in row_axes)
+        high = max(ax.get_ylim()[1] for ax in row_axes)
+        for ax in row_axes:
+            ax.set_ylim(low, high)
     axes[0][0].legend(frameon=False)
     return axes
 

@@ -98,7 +98,10 @@ def test_training_curves_draw_each_length_mean_per_variant():
         for m in (3, 5):
             expected = log.select("accuracy", m, variant).mean(dim=0)
             np.testing.assert_allclose(lines[f"trained on m = {m}"].get_ydata(), expected)
-    assert "scaled" in axes[0][1].get_title()
+    for row in axes:  # every panel names its variant; compared panels share their y-range
+        assert ["standard" in row[0].get_title(), "scaled" in row[1].get_title()] == [True] * 2
+        assert row[0].get_ylim() == row[1].get_ylim()
+        assert all(ax.xaxis.get_tick_params()["labelbottom"] for ax in row)
 
 
 def test_length_generalization_draws_each_variants_mean_and_chance():
