@@ -382,13 +382,16 @@ def plot_loss_curves(steps, losses, names, target: float = 0.0, ax=None, title=N
 def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=False):
     """Cross-entropy in bits per string against the length ``n`` (positions, with CLS), one
     curve per label of ``curves`` (label -> bits at each ``n``), as in Figure 2 of
-    [chiang2022overcoming]; a label starting with "no layer norm" is drawn in red, as there."""
+    [chiang2022overcoming]; a label starting with "no layer norm" is drawn in red, as there.
+    Each curve has its own line style and marker, so that one lying on another stays visible."""
     ns = _numbers(ns, "ns")
     curves = _curves(curves, "curves", len(ns))
     ax = _axes(ax, size=(4.6, 3.5))
-    for label, bits in curves.items():
+    styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "v")]
+    for (label, bits), (line, marker) in zip(curves.items(), itertools.cycle(styles)):
         color = "C3" if label.startswith("no layer norm") else None
-        ax.plot(ns, bits, ".-", markersize=3, label=label, color=color)
+        ax.plot(ns, bits, linestyle=line, marker=marker, markersize=3.5, markerfacecolor="none",
+                label=label, color=color)
     if log_x:
         ax.set_xscale("log")
     ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")

@@ -60,6 +60,8 @@ def test_cross_entropy_and_weight_sensitivity_figures_draw_their_data():
              .startswith("_")}
     np.testing.assert_allclose(lines["eps = 0"].get_ydata(), [0.05] * 3)
     assert lines["no layer norm"].get_color() == "C3" and ax.get_xscale() == "log"
+    looks = {(line.get_linestyle(), line.get_marker()) for line in lines.values()}
+    assert len(looks) == len(lines)  # a curve lying on another stays visible
     axes = plotting.plot_weight_sensitivity([0.99, 1.0, 1.01], [2.0, 0.05, 2.0],
                                             [0.5, 1.0, 0.5], "w")
     np.testing.assert_allclose(axes[0].get_lines()[0].get_ydata(), [2.0, 0.05, 2.0])
