@@ -61,7 +61,7 @@ def expected(notebook: Path) -> dict:
     folded = [c for c in book.cells
               if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
     return {"exercises": text.count("```{exercise}"),
-            "statements": len(re.findall(r"^```\{prf:", text, re.M)),
+            "statements": len(re.findall(r"^`{3,4}\{prf:", text, re.M)),
             "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
             "folded": len(folded),
             "answers": sum(ANSWER in c.metadata.get("tags", []) for c in folded)}
