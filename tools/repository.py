@@ -19,7 +19,7 @@ The companion library is the distribution ``transformers-formal-languages`` (the
 import re
 from pathlib import Path
 
-from downloads import wheel_name
+from downloads import CHAPTERS, wheel_name
 
 DISTRIBUTION = "transformers-formal-languages"
 REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
@@ -44,7 +44,7 @@ def substitutions(url: str, wheel: str, branch: str = "main") -> dict[str, str]:
         "pip install torch --index-url https://download.pytorch.org/whl/cpu",
         f"pip install ./{wheel} \\",
         f"    {' '.join(jupyterlab_pins())}",
-        "python3 -m zipfile -e chapters.zip chapters",
+        f"python3 -m zipfile -e {CHAPTERS} chapters",
         "jupyter lab chapters/recognizers.ipynb",
         "```"])
     colab = "\n".join([
