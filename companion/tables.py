@@ -31,3 +31,41 @@ def activation_table(model, w, stage: str) -> pd.DataFrame:
     columns = [f"{i}:{symbol}" for i, symbol in enumerate(symbols)]
     return pd.DataFrame(values.T.double().cpu().numpy(), index=model.layout.names,
                         columns=columns)
+
+
+def latex_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a LaTeX ``longtable`` with booktabs rules, its header repeated on every page
+    it runs onto. Each column's values are written as pandas writes them in the HTML (by
+    ``Series.to_string``, so with the same digits); labels and text are escaped for
+    LaTeX; numeric columns are set flush right."""
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    if frame.empty:
+        raise ValueError("frame must have at least one row and one column")
+    columns = [frame.iloc[:, j] for j in range(frame.shape[1])]
+    written = pd.DataFrame(
+        [[cell.strip() for cell in column.to_string(index=False, header=False).split("\n")]
+         for column in columns], index=range(len(columns))).T
+    written.index, written.columns = frame.index, frame.columns
+    align = "l" * frame.index.nlevels + "".join(
+        "r" if pd.api.types.is_numeric_dtype(column) else "l" for column in columns)
+    styler = (written.style.format(escape="latex")
+              .format_index(escape="latex", axis=0).format_index(escape="latex", axis=1))
+    if hasattr(styler, "format_index_names"):  # pandas 3; before it, names are not escaped
+        styler = (styler.format_index_names(escape="latex", axis=0)
+                  .format_index_names(escape="latex", axis=1))
+    latex = styler.to_latex(environment="longtable", hrules=True, column_format=align,
+                            multicol_align="c", multirow_align="naive")
+    # a row that starts with "[" would be read as the optional argument of the "\\" before it
+    return latex.replace("\\\\\n[", "\\\\\n{}[")
+
+
+def typeset_tables() -> None:
+    """From now on, every DataFrame this notebook displays carries a LaTeX table
+    (:func:`latex_table`) beside its HTML: the book's PDF prints that table, while the HTML
+    book and JupyterLab show the HTML. Does nothing outside IPython."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["text/latex"].for_type(pd.DataFrame, latex_table)

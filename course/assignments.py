@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
 
-from course.numbers import exercise_numbers, numbered
+from course.numbers import box_numbers, exercise_numbers, numbered
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
 FOLDED = "hide-cell"  # myst-nb's tag for a cell folded behind a button
@@ -155,10 +155,14 @@ def exercise_statements(notebook) -> dict[str, str]:
             for m in _EXERCISE.finditer(cell.source) if ":label:" in m["body"]}
 
 
-def statement_titles(notebook) -> dict[str, str]:
-    """``{label: 'lemma “Its title”'}`` for the sphinx-proof statements and the exercises of
-    ``notebook``."""
-    return {label: f"{kind} “{title}”" if title else kind for kind, title, label in
+def statement_titles(notebook, chapter: str | None = None) -> dict[str, str]:
+    """``{label: "Lemma 5.1"}`` for the sphinx-proof statements and the exercises of
+    ``notebook``, the chapter named ``chapter`` (its file stem), as the book writes a reference
+    to them; without a chapter, or for a box the book does not number, ``'lemma “Its
+    title”'``."""
+    numbers = dict(box_numbers(notebook, chapter)) if chapter else {}
+    return {label: numbers.get(label) or (f"{kind} “{title}”" if title else kind)
+            for kind, title, label in
             re.findall(r"```\{(?:prf:)?(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
                        "\n".join(c.source for c in notebook.cells))}
 
@@ -193,10 +197,15 @@ def plain_markdown(text: str, titles: dict[str, str]) -> str:
 
 
 class PlainRoles(Preprocessor):
-    """Write the roles of every Markdown cell as plain text (:func:`plain_roles`)."""
+    """Write the roles of every Markdown cell of the chapter named ``chapter`` as plain text
+    (:func:`plain_roles`)."""
+
+    def __init__(self, chapter: str | None = None, **kw):
+        super().__init__(**kw)
+        self.chapter = chapter
 
     def preprocess(self, notebook, resources):
-        titles = statement_titles(notebook)
+        titles = statement_titles(notebook, self.chapter)
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
                 cell.source = plain_roles(cell.source, titles)
@@ -250,7 +259,7 @@ def student_edition(notebook: nbformat.NotebookNode,
     numbers = exercise_numbers(notebook, chapter) if chapter else {}
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
     return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(numbers),
-                  PlainRoles(), WrittenAnswerCells(numbers))
+                  PlainRoles(chapter), WrittenAnswerCells(numbers))
 
 
 def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -398,7 +398,7 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     reference_notebook = _read(reference, "reference")
     numbers = exercise_numbers(reference_notebook, Path(reference).stem)
     statements = exercise_statements(reference_notebook)
-    titles = statement_titles(reference_notebook)
+    titles = statement_titles(reference_notebook, Path(reference).stem)
     submissions = {}
     for notebook in notebooks:
         try:

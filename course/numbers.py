@@ -1,4 +1,5 @@
-"""The book's numbers for its exercises ("Exercise 7.1"), for the course's editions and grader.
+"""The book's numbers for its exercises ("Exercise 7.1") and theorem-like boxes, for the course's
+editions and grader, and for JupyterLab (:func:`front_matter`).
 
 The HTML book and the PDF number a chapter's exercises per chapter: Sphinx numbers the chapters
 of the table of contents' numbered parts 1, 2, … across the parts in reading order, and
@@ -14,7 +15,9 @@ from pathlib import Path
 import yaml
 
 TOC = Path(__file__).resolve().parents[1] / "_toc.yml"
-_STATED = re.compile(r"```\{exercise\}[^\n]*\n(?P<options>(?::[\w-]+:[^\n]*\n)*)")
+# An exercise or theorem-like box with its options (a proof has no number).
+_NUMBERED = re.compile(r"^`{3,4}\{(exercise|prf:(?!proof)\w+)\}[^\n]*\n"
+                       r"(?P<options>(?::[\w-]+:[^\n]*\n)*)", re.M)
 
 
 def chapter_numbers(toc: Path | None = None) -> dict[str, int | None]:
@@ -30,23 +33,50 @@ def chapter_numbers(toc: Path | None = None) -> dict[str, int | None]:
     return numbers
 
 
-def exercise_numbers(notebook, chapter: str, toc: Path | None = None) -> dict[str, str]:
-    """``{label: "Exercise 7.1"}`` for the labelled, numbered exercises of ``notebook``, the
-    chapter named ``chapter`` (its file's stem) in ``toc``, as the book numbers them: in a
-    chapter of an unnumbered part "Exercise 1", …; none for a notebook not in the book."""
+def box_numbers(notebook, chapter: str, toc: Path | None = None) -> list[tuple[str, str]]:
+    """``[(label, "Exercise 7.1"), (label, "Proposition 7.1"), …]`` for the numbered exercises
+    and theorem-like boxes of ``notebook``, the chapter named ``chapter`` (its file's stem) in
+    ``toc``, in reading order, as the book numbers them: each kind counted on its own, those
+    marked ``:nonumber:`` left out, in a chapter of an unnumbered part "Exercise 1", …; the
+    label is ``""`` for a box without one; none for a notebook not in the book."""
     numbers = chapter_numbers(toc)
     if chapter not in numbers:
-        return {}
+        return []
     prefix = f"{numbers[chapter]}." if numbers[chapter] else ""
     text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
-    stated = [dict(re.findall(r"^:([\w-]+):[ \t]*(.*)$", m["options"], re.M))
-              for m in _STATED.finditer(text)]
-    numbered = [options for options in stated if "nonumber" not in options]
-    return {options["label"].strip(): f"Exercise {prefix}{k}"
-            for k, options in enumerate(numbered, 1) if "label" in options}
+    counts, boxes = {}, []
+    for match in _NUMBERED.finditer(text):
+        options = dict(re.findall(r"^:([\w-]+):[ \t]*(.*)$", match["options"], re.M))
+        if "nonumber" not in options:
+            kind = match[1].removeprefix("prf:").capitalize()
+            counts[kind] = counts.get(kind, 0) + 1
+            boxes.append((options.get("label", "").strip(), f"{kind} {prefix}{counts[kind]}"))
+    return boxes
+
+
+def exercise_numbers(notebook, chapter: str, toc: Path | None = None) -> dict[str, str]:
+    """``{label: "Exercise 7.1"}`` for the labelled, numbered exercises of ``notebook`` (see
+    :func:`box_numbers`)."""
+    return {label: number for label, number in box_numbers(notebook, chapter, toc)
+            if label and number.startswith("Exercise ")}
 
 
 def numbered(label: str, numbers: dict[str, str]) -> str:
     """"Exercise 7.1 (ex-learn-threshold)", or the label alone where the book gives it no
     number (``numbers`` from :func:`exercise_numbers`)."""
     return f"{numbers[label]} ({label})" if label in numbers else label
+
+
+def front_matter(chapter: str, toc: Path | None = None) -> str:
+    """The first cell of the chapter named ``chapter`` (its file's stem), a Markdown cell that
+    the book leaves out (tagged ``remove-cell``): a YAML block that jupyterlab-myst reads as
+    the notebook's front matter, so that JupyterLab numbers the chapter's exercises, theorems
+    and figures "7.1", "7.2", … as the book does."""
+    number = chapter_numbers(toc).get(chapter)
+    if number is None:
+        raise ValueError(f"chapter must be a chapter of a numbered part, got {chapter!r}")
+    return ("```yaml\n"
+            "# Front matter for JupyterLab (jupyterlab-myst): number this chapter's exercises,\n"
+            "# theorems and figures as the book does. The book leaves this cell out.\n"
+            f"numbering:\n  enumerator: \"{number}.%s\"\n"
+            "```")

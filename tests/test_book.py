@@ -33,7 +33,9 @@ def cells(notebook: Path) -> list[dict]:
 
 
 def markdown(notebook: Path) -> str:
-    return "\n".join("".join(c["source"]) for c in cells(notebook) if c["cell_type"] == "markdown")
+    """The Markdown the book shows (not the cells it leaves out, tagged remove-cell)."""
+    return "\n".join("".join(c["source"]) for c in cells(notebook) if c["cell_type"] == "markdown"
+                     and "remove-cell" not in c["metadata"].get("tags", []))
 
 
 def test_there_are_chapters():
@@ -50,6 +52,12 @@ def test_committed_notebooks_carry_no_outputs(notebook):
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_contract(notebook):
+    from course.numbers import front_matter
+
+    first = cells(notebook)[0]
+    assert "".join(first["source"]) == front_matter(notebook.stem), (
+        "the first cell numbers the chapter for JupyterLab: course.numbers.front_matter")
+    assert first["metadata"].get("tags") == ["remove-cell"], "the book leaves it out"
     text = markdown(notebook)
     assert text.lstrip().startswith("# "), "a chapter starts with its title"
     assert "Learning objectives" in text
@@ -421,11 +429,12 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
 def test_the_pdf_is_a_book(built_book, tmp_path):
     """The PDF (Jupyter Book's LaTeX route): a title page, the parts and chapters of the table
     of contents in its outline (the bookmarks), every chapter under its part, no page whose
-    text or images run past the margin, a heading's math spelled in its bookmark, and no
+    text or images run past the margin, no page left half empty mid-chapter, every DataFrame
+    set as a table, a heading's math spelled in its bookmark, and no
     solution or appendix for instructors printed (the PDF is the students' edition). A few
     pages are rendered under _build/pdf-pages/ to be looked at."""
     import pypdfium2
-    from pdf import outline, past_the_margin, render_pages
+    from pdf import blank_pages, outline, past_the_margin, render_pages
 
     returncode, log, html = built_book
     assert returncode == 0, log
@@ -447,6 +456,12 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     pages = [page for _, _, page in marks]
     assert pages == sorted(pages) and pages[0] > 1, "the title page and contents come first"
     assert past_the_margin(pdf) == []
+    assert blank_pages(pdf) == [], "floats placed so that no page mid-chapter is half empty"
+    # every DataFrame the HTML shows, on the pages the PDF prints, is a table in the PDF
+    frames = sum((html / f"{page}.html").read_text().count('class="dataframe')
+                 for page in toc_files() if page != "book/instructors")
+    latex = (html.parent / "latex" / "book.tex").read_text()
+    assert frames > 0 and latex.count("\\begin{longtable}") == frames
     text = "".join(page.get_textpage().get_text_range()
                    for page in pypdfium2.PdfDocument(str(pdf)))
     assert "Solution to" not in text
@@ -480,14 +495,28 @@ def latex_numbers(latex: Path) -> tuple[dict[str, str], list[str]]:
     return labels, _LATEX_BOX.findall((latex / "book.tex").read_text())
 
 
+@pytest.mark.slow  # needs the executed build
+def test_the_index_lists_concepts_not_the_api(built_book):
+    """The general index (HTML and PDF alike, both from the same entries) lists what the
+    chapters teach, and none of the companion's modules, classes or functions."""
+    returncode, log, html = built_book
+    assert returncode == 0, log
+    index = (html / "genindex.html").read_text()
+    entries = re.findall(r"<li>(?:<a [^>]*>)?([^<]+)", index)
+    assert {"softmax", "cross-entropy", "layer normalization", "PARITY"} <= {
+        entry.strip() for entry in entries}
+    assert "companion." not in index and "built-in function" not in index
+
+
 @pytest.mark.slow  # needs the executed build and its PDF
 def test_the_html_and_the_pdf_number_alike(built_book):
     """Every figure, table, theorem-like box and exercise has the same number in the HTML and
     the PDF ("Exercise 7.1", "Proposition 6.1", and the appendices' "Fig. 1"), and the
-    exercises' numbers are those the course's editions and grader use."""
+    exercises' and boxes' numbers are those that the course's editions, the grader and
+    JupyterLab (through each chapter's front matter) use."""
     import nbformat
 
-    from course.numbers import exercise_numbers
+    from course.numbers import box_numbers
 
     returncode, log, html = built_book
     assert returncode == 0, log
@@ -498,9 +527,9 @@ def test_the_html_and_the_pdf_number_alike(built_book):
     assert {key: labels.get(key) for key in floats} == floats
     assert latex_boxes == boxes
     chapters = [ROOT / f"{page}.ipynb" for page in pages if (ROOT / f"{page}.ipynb").exists()]
-    course = [number for chapter in chapters for number in exercise_numbers(
-        nbformat.read(chapter, as_version=4), chapter.stem).values()]
-    assert course == [box for box in boxes if box.startswith("Exercise ")]
+    course = [number for chapter in chapters for _, number in box_numbers(
+        nbformat.read(chapter, as_version=4), chapter.stem)]
+    assert course == boxes
 
 
 def test_the_full_scale_appendix_shows_every_recorded_figure():

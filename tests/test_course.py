@@ -655,6 +655,8 @@ def test_student_edition_has_no_solutions_and_plain_roles(chapter):
     markdown = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
     assert not [key for key in keys if key in markdown], "a citation left as its key"
     assert not re.search(r"\*(ex|thm|lem|def|prop|fig)-[\w-]+\*", markdown), "a bare label"
+    assert not re.search(r"\b(lemma|theorem|proposition|definition|exercise) “", markdown), (
+        "a reference to a box reads its number, as in the book")
     assert text.count("```{exercise}") == len(points)  # a box in JupyterLab, as in the book
     for label in points:
         [answer] = tagged(book, ANSWER, label)

@@ -2,7 +2,8 @@
 from the book's environment on 127.0.0.1, driven in headless Chromium) shows its MyST rendered
 by jupyterlab-myst, as the book does: no raw directive or role, math typeset, exercise and
 statement boxes, solutions, model answers and checks folded until opened; and "Run All Cells"
-on a short chapter finishes without an error. Screenshots go to _build/lab-screens/."""
+on a short chapter finishes without an error. Its exercises and theorem-like boxes carry the
+book's numbers ("Exercise 7.1"). Screenshots go to _build/lab-screens/."""
 
 import json
 import re
@@ -13,6 +14,7 @@ import nbformat
 import pytest
 
 from course.assignments import ANSWER, student_edition
+from course.numbers import box_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -34,7 +36,7 @@ def folder(tmp_path_factory) -> Path:
     for chapter in CHAPTERS:
         shutil.copy(chapter, folder / chapter.name)
         book = nbformat.read(chapter, as_version=4)
-        nbformat.write(student_edition(book), folder / f"student-{chapter.name}")
+        nbformat.write(student_edition(book, chapter.stem), folder / f"student-{chapter.name}")
     kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(BROKEN)],
                                       metadata=kernel)
@@ -61,6 +63,8 @@ def expected(notebook: Path) -> dict:
     folded = [c for c in book.cells
               if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
     return {"exercises": text.count("```{exercise}"),
+            "numbers": [number for _, number in box_numbers(
+                book, notebook.stem.removeprefix("student-"))],
             "statements": len(re.findall(r"^`{3,4}\{prf:", text, re.M)),
             "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
             "folded": len(folded),
@@ -81,6 +85,7 @@ def test_a_notebook_renders_in_jupyterlab_as_in_the_book(lab, folder, chapter, e
     assert report.math > 0 and report.admonitions > 0
     assert report.exercises == want["exercises"] >= 3
     assert report.statements == want["statements"]
+    assert report.numbers == want["numbers"], "numbered as in the book"
     assert report.solutions == want["solutions"]
     assert report.solutions == (want["exercises"] if edition == "chapter" else 0)
     # the model answers and the checks are folded; what a folded answer shows is its first

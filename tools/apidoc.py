@@ -5,12 +5,20 @@ docstrings cite a work by its key in ``book/references.bib`` in square brackets,
 ``[chiang2022overcoming] §3.2``, which reads well in ``help()``. In the book each such key
 becomes a textual citation, "Chiang and Cholak (2022) §3.2", linked to its bibliography entry.
 A bracketed word that is not a key of the bibliography is left as it is.
+
+The book's general index is an index of concepts: the entries that autodoc makes for every
+module, class and function of the appendix are left out of it (:class:`NoApiIndexEntries`);
+the appendix itself, in the order of the modules, is the API's index.
 """
 
 import re
 from pathlib import Path
 
 from pybtex.database import parse_file
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
+
+API = "book/api"
 
 
 def bibliography_keys(app) -> set[str]:
@@ -32,9 +40,23 @@ def cite_keys(lines: list[str], keys: set[str]) -> None:
         lines[i] = re.sub(r"\[([A-Za-z][\w-]*)\]", role, line)
 
 
+class NoApiIndexEntries(SphinxTransform):
+    """The appendix *Companion API* adds nothing to the general index."""
+
+    # before Sphinx collects the index entries of a page (SphinxDomains, 850)
+    default_priority = 840
+
+    def apply(self, **kwargs) -> None:
+        if self.env.docname == API:
+            for entry in list(self.document.findall(addnodes.index)):
+                entry.parent.remove(entry)
+
+
 def setup(app):
-    """Sphinx entry point: rewrite every docstring autodoc reads."""
+    """Sphinx entry point: rewrite every docstring autodoc reads; keep the API out of the
+    general index."""
     keys = set()
+    app.add_transform(NoApiIndexEntries)
     app.connect("builder-inited", lambda app: keys.update(bibliography_keys(app)))
     app.connect("autodoc-process-docstring",
                 lambda app, what, name, obj, options, lines: cite_keys(lines, keys))

@@ -74,6 +74,8 @@ NOTEBOOK_SCRIPT = r"""() => {
     raw: raw,
     exercises: boxes('exercise').filter(box => /^Exercise/.test(title(box))).length,
     statements: boxes('proof').length,
+    numbers: [...document.querySelectorAll('.myst-exercise, .myst-proof')].map(title)
+      .map(t => t.match(/^[A-Z][a-z]+ [\d.]+\b/)?.[0]).filter(Boolean),
     admonitions: boxes('admonition').length,
     solutions: solutions.length,
     openSolutions: solutions.filter(
@@ -112,6 +114,7 @@ class NotebookReport:
     raw: list[str] = field(default_factory=list)
     exercises: int = 0
     statements: int = 0
+    numbers: list[str] = field(default_factory=list)  # "Exercise 7.1", … in reading order
     admonitions: int = 0
     solutions: int = 0
     open_solutions: list[str] = field(default_factory=list)

@@ -21,6 +21,10 @@
   would otherwise drop what it cannot spell.
 * The students' edition leaves out the solutions and the appendix *For instructors*; a link to
   that appendix becomes its title and "in the HTML book".
+* Tables as tables. A DataFrame that a notebook displays after
+  :func:`companion.tables.typeset_tables` carries a LaTeX longtable beside its HTML; myst-nb
+  gives that output to the LaTeX builder as display math, and here it becomes the table it is,
+  set in a smaller size.
 * One number for every numbered thing, as in the HTML. sphinx-jupyterbook-latex sets
   ``numfig_secnum_depth`` to 2 for a book with parts, so that LaTeX numbers figures per
   chapter; but sphinx-exercise and sphinx-proof print the numbers Sphinx assigns with that
@@ -182,6 +186,21 @@ class BookmarkMath(SphinxPostTransform):
                 math.replace_self(nodes.raw("", latex, format="latex"))
 
 
+class OutputTables(SphinxPostTransform):
+    """A notebook's LaTeX output (a table, :func:`companion.tables.latex_table`) is printed as
+    LaTeX, in a smaller size; myst-nb, which supposes such an output is math, made it a display
+    equation."""
+
+    default_priority = 690
+    formats = ("latex",)
+
+    def run(self, **kwargs) -> None:
+        for output in list(self.document.findall(nodes.math_block)):
+            if "text_latex" in output["classes"]:
+                table = "\\begingroup\\small\n" + output.astext() + "\n\\endgroup\n"
+                output.replace_self(nodes.raw("", table, format="latex"))
+
+
 class PerChapterNumbers:
     """Sphinx assigns the numbers that sphinx-exercise and sphinx-proof print per chapter
     (``numfig_secnum_depth`` 1, as for the HTML); then the LaTeX writer gets back the depth
@@ -234,6 +253,7 @@ def setup(app):
     app.add_post_transform(StudentEdition)
     app.add_post_transform(IntroductionHeading)
     app.add_post_transform(BookmarkMath)
+    app.add_post_transform(OutputTables)
     app.add_post_transform(UnnumberedAppendices)
     numbers = PerChapterNumbers()
     # after sphinx-jupyterbook-latex's own builder-inited handler (priority 500)

@@ -1,5 +1,6 @@
 """Look at the book's PDF as a reader would: its outline (the bookmarks a PDF viewer shows),
-the pages whose text or images run past the right margin, and a few pages rendered to PNG.
+the pages whose text or images run past the right margin, the pages left half empty in the
+middle of a chapter, and a few pages rendered to PNG.
 
 The PDF itself is made by Jupyter Book's LaTeX route (``jupyter-book build --builder
 pdflatex``, with ``tools/latexbook.py``); ``make book`` builds it and ``make pdf`` prints this
@@ -10,6 +11,7 @@ report:
 
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pypdfium2
@@ -56,6 +58,41 @@ def past_the_margin(pdf: Path) -> list[str]:
             if max(edge, image) > block + MARGIN_TOLERANCE]
 
 
+def _boxes(page) -> list[tuple[float, float]]:
+    """The bottom and top (in points from the page's foot) of every character and every
+    drawing or image on ``page``."""
+    text = page.get_textpage()
+    boxes = [text.get_charbox(char)[1::2] for char in range(text.count_chars())
+             if text.get_text_range(char, 1).strip()]
+    drawn = page.get_objects(filter=[pdfium.FPDF_PAGEOBJ_IMAGE, pdfium.FPDF_PAGEOBJ_PATH])
+    return boxes + [obj.get_bounds()[1::2] for obj in drawn]
+
+
+def blank_pages(pdf: Path, limit: float = 0.4) -> list[str]:
+    """Every page, other than the last of a chapter or part, whose text block is more than
+    ``limit`` empty below its last line: the page number and the empty share. The running
+    head and foot (what sits at the same height on most pages) are not counted; a full page's
+    last line is where nine pages in ten end, or lower."""
+    document = pypdfium2.PdfDocument(str(pdf))
+    pages = [_boxes(document[index]) for index in range(len(document))]
+    height = document[0].get_height()
+    heights = Counter(y for boxes in pages for y in {round(bottom) for bottom, _ in boxes})
+    furniture = [y for y, count in heights.items() if count > 0.6 * len(pages)]
+    foot = max((y for y in furniture if y < height / 4), default=0)
+    head = min((y for y in furniture if y > 3 * height / 4), default=height)
+    spans = []
+    for boxes in pages:
+        body = [(bottom, top) for bottom, top in boxes if foot + 2 < bottom and top < head - 2]
+        spans.append((min((b for b, _ in body), default=head), max((t for _, t in body),
+                                                                     default=foot)))
+    full = sorted(bottom for bottom, _ in spans)[len(spans) // 10]
+    top = statistics.median(top for _, top in spans)
+    ends = {page - 1 for _, _, page in outline(pdf, depth=2)} | {len(document)}
+    return [f"page {number}: {(bottom - full) / (top - full):.0%} empty"
+            for number, (bottom, _) in enumerate(spans, start=1)
+            if number not in ends and (bottom - full) / (top - full) > limit]
+
+
 def render_pages(pdf: Path, out: Path, pages=PAGES_TO_RENDER) -> list[Path]:
     """The given pages (numbered from 1) of ``pdf`` as PNG files in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +111,6 @@ if __name__ == "__main__":
     print(f"{pdf}: {len(pypdfium2.PdfDocument(str(pdf)))} pages; its outline:")
     for level, title, page in outline(pdf, depth=2):
         print(f"{'  ' * level}{title} (page {page})")
-    for problem in past_the_margin(pdf):
+    for problem in past_the_margin(pdf) + blank_pages(pdf):
         print(problem)
     print("rendered:", *render_pages(pdf, pngs))
