@@ -3,6 +3,7 @@
 import pandas as pd
 import torch
 
+from companion._checks import check_int
 from companion.languages import as_strings
 from companion.transformer import Encoder
 
@@ -33,15 +34,17 @@ def activation_table(model, w, stage: str) -> pd.DataFrame:
                         columns=columns)
 
 
-def latex_table(frame: pd.DataFrame) -> str:
-    """``frame`` as a LaTeX ``longtable`` with booktabs rules, its header repeated on every page
-    it runs onto. Each column's values are written as pandas writes them in the HTML (by
-    ``Series.to_string``, so with the same digits); labels and text are escaped for
-    LaTeX; numeric columns are set flush right."""
+def latex_table(frame: pd.DataFrame, one_page: int = 30) -> str:
+    """``frame`` as a LaTeX table with booktabs rules: a centred ``tabular``, kept on one page,
+    if it has at most ``one_page`` rows, else a ``longtable``, whose header is repeated on every
+    page it runs onto. Each column's values are written as pandas writes them in the HTML (by
+    ``Series.to_string``, so with the same digits); labels and text are escaped for LaTeX;
+    numeric columns are set flush right."""
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
     if frame.empty:
         raise ValueError("frame must have at least one row and one column")
+    one_page = check_int(one_page, "one_page", minimum=0)
     columns = [frame.iloc[:, j] for j in range(frame.shape[1])]
     written = pd.DataFrame(
         [[cell.strip() for cell in column.to_string(index=False, header=False).split("\n")]
@@ -54,10 +57,12 @@ def latex_table(frame: pd.DataFrame) -> str:
     if hasattr(styler, "format_index_names"):  # pandas 3; before it, names are not escaped
         styler = (styler.format_index_names(escape="latex", axis=0)
                   .format_index_names(escape="latex", axis=1))
-    latex = styler.to_latex(environment="longtable", hrules=True, column_format=align,
-                            multicol_align="c", multirow_align="naive")
+    long = len(frame) > one_page
+    latex = styler.to_latex(environment="longtable" if long else None, hrules=True,
+                            column_format=align, multicol_align="c", multirow_align="naive")
     # a row that starts with "[" would be read as the optional argument of the "\\" before it
-    return latex.replace("\\\\\n[", "\\\\\n{}[")
+    latex = latex.replace("\\\\\n[", "\\\\\n{}[")
+    return latex if long else "\\begin{center}\n" + latex + "\\end{center}\n"
 
 
 def typeset_tables() -> None:

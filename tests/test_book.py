@@ -20,7 +20,7 @@ from apidoc import cite_keys  # tools/, on pytest's pythonpath
 from bibstyle import author_year_label
 from book_config import write_config
 from downloads import CHAPTERS, wheel_name
-from latexbook import bookmark_text
+from latexbook import OutputTables, bookmark_text
 from pybtex.database import parse_file
 from toc import toc_files
 
@@ -461,7 +461,7 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     frames = sum((html / f"{page}.html").read_text().count('class="dataframe')
                  for page in toc_files() if page != "book/instructors")
     latex = (html.parent / "latex" / "book.tex").read_text()
-    assert frames > 0 and latex.count("\\begin{longtable}") == frames
+    assert frames > 0 and latex.count(OutputTables.mark) == frames
     text = "".join(page.get_textpage().get_text_range()
                    for page in pypdfium2.PdfDocument(str(pdf)))
     assert "Solution to" not in text

@@ -46,6 +46,7 @@ FRAMES = [
 
 def _latex_rows(latex: str) -> list[list[str]]:
     body = latex.split("\\endlastfoot\n")[1].split("\\end{longtable}")[0]
+    assert "\\bottomrule" not in body
     return [[cell.strip() for cell in line.removesuffix("\\\\").split("&")]
             for line in body.strip().splitlines()]
 
@@ -55,17 +56,23 @@ def test_the_latex_table_holds_what_the_html_shows(frame):
     """Row by row, the LaTeX body has the cells of pandas' own HTML (the index first)."""
     parser = _Cells()
     parser.feed(frame.to_html())
-    assert _latex_rows(latex_table(frame)) == parser.rows
+    assert _latex_rows(latex_table(frame, one_page=0)) == parser.rows
+
+
+def test_a_short_table_stays_on_one_page():
+    latex = latex_table(FRAMES[0])
+    assert latex.startswith("\\begin{center}\n\\begin{tabular}{lrrl}")
+    assert latex_table(FRAMES[0], one_page=2).startswith("\\begin{longtable}")
 
 
 def test_the_header_repeats_on_every_page_and_text_is_escaped():
     frame = pd.DataFrame({"a_b": ["x & y", "50%"]}, index=["is_cls", "i/n"])
-    latex = latex_table(frame)
+    latex = latex_table(frame, one_page=1)
     assert latex.startswith("\\begin{longtable}{ll}")
     head = latex.split("\\endfirsthead")[0].split("\\toprule")[1]
     assert head in latex.split("\\endfirsthead")[1].split("\\endhead")[0]
     assert "a\\_b" in head and "is\\_cls" in latex and "x \\& y" in latex and "50\\%" in latex
-    assert re.search(r"\\begin\{longtable\}\{lrrl\}", latex_table(FRAMES[0]))
+    assert re.search(r"\\begin\{longtable\}\{lrrl\}", latex_table(FRAMES[0], one_page=0))
 
 
 def test_a_notebook_displays_a_dataframe_with_its_latex_form():
@@ -91,3 +98,9 @@ def test_a_row_may_start_with_a_bracket():
     """"[i=k]/n" after a row's end is not read as the length argument of that "\\\\"."""
     latex = latex_table(pd.DataFrame({"v": [1.0, 0.0]}, index=["i/n", "[i=k]/n"]))
     assert "\\\\\n{}[i=k]/n &" in latex
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (2.5, TypeError), ("30", TypeError)])
+def test_a_bad_page_length_is_refused(bad, error):
+    with pytest.raises(error, match="one_page"):
+        latex_table(FRAMES[0], one_page=bad)

@@ -193,11 +193,12 @@ class OutputTables(SphinxPostTransform):
 
     default_priority = 690
     formats = ("latex",)
+    mark = "% a notebook's table\n"
 
     def run(self, **kwargs) -> None:
         for output in list(self.document.findall(nodes.math_block)):
             if "text_latex" in output["classes"]:
-                table = "\\begingroup\\small\n" + output.astext() + "\n\\endgroup\n"
+                table = f"{self.mark}\\begingroup\\small\n{output.astext()}\n\\endgroup\n"
                 output.replace_self(nodes.raw("", table, format="latex"))
 
 
