@@ -213,7 +213,7 @@ def plot_attention_cost(ns, counted, quadratic, linear, ax=None):
     ax.loglog(ns, counted, "o", color="black", label="counted by PyTorch")
     ax.loglog(ns, quadratic, "-", label=r"$QK^\top$ and $AV$ (grows as $n^2$)")
     ax.loglog(ns, linear, "--", label=r"projections $XW^Q, XW^K, XW^V$ (grows as $n$)")
-    ax.set_xlabel("sequence length n")
+    ax.set_xlabel("sequence length $n$")
     ax.set_ylabel("floating-point operations")
     ax.legend(frameon=False)
     ax.grid(True, which="major", alpha=0.3)
@@ -241,8 +241,8 @@ def plot_logit_decay(ns, measured: dict, predicted: dict | None = None, ax=None)
         ax.loglog(ns, values, marker, markersize=4, label=label)
     for label, values in predicted.items():
         ax.loglog(ns, values, "-", color="gray", linewidth=1, label=label)
-    ax.set_xlabel("n (positions, with CLS)")
-    ax.set_ylabel("|s|, the logit at CLS")
+    ax.set_xlabel("$n$ (positions, with CLS)")
+    ax.set_ylabel("$|s|$, the logit at CLS")
     ax.legend(frameon=False)
     ax.grid(True, which="major", alpha=0.3)
     return ax
@@ -264,7 +264,7 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
         ax.semilogx(lengths, [accuracy[m] for m in lengths], linestyle=line, marker=marker,
                     linewidth=width, markersize=size, label=label)
     ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("string length m")
+    ax.set_xlabel("string length $m$")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.05, 1.05)
     if title:
@@ -396,7 +396,7 @@ def plot_cross_entropy_by_length(ns, curves: dict, ax=None, title=None, log_x=Fa
         ax.set_xscale("log")
     ax.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
     ax.set_ylim(-0.03, 1.08)
-    ax.set_xlabel("n (positions, with CLS)")
+    ax.set_xlabel("$n$ (positions, with CLS)")
     ax.set_ylabel("cross-entropy (bits per string)")
     if title:
         ax.set_title(title)
@@ -448,7 +448,7 @@ def plot_norms_by_depth(curves: dict, ylabel: str, predicted: dict | None = None
         ax.plot(np.arange(len(values)), values, "--", color="black", linewidth=0.8, zorder=3,
                 label=label)
     ax.set_yscale("log")
-    ax.set_xlabel("depth L (layers)")
+    ax.set_xlabel("depth $L$ (layers)")
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
@@ -496,12 +496,12 @@ def plot_training_curves(log, axes=None):
                 epochs = np.arange(1, values.shape[1] + 1)
                 mean = values.mean(dim=0)
                 error = values.std(dim=0) / values.shape[0] ** 0.5 if len(values) > 1 else 0 * mean
-                ax.plot(epochs, mean, color=f"C{index}", label=f"trained on m = {m}")
+                ax.plot(epochs, mean, color=f"C{index}", label=f"trained on $m = {m}$")
                 ax.fill_between(epochs, mean - error, mean + error, color=f"C{index}", alpha=0.2)
             ax.set_ylabel(label)
             # every panel its title and tick labels: on a phone the panels stand one under
             # another
-            ax.set_title(f"{variant} attention, tested on m = {log.test_length}")
+            ax.set_title(f"{variant} attention, tested on $m = {log.test_length}$")
             ax.tick_params(labelbottom=True)
             ax.set_xlabel("epoch")
         axes[1][column].set_ylim(0.4, 1.02)
@@ -552,4 +552,47 @@ def plot_length_generalization(benchmarks, axes=None):
         ax.set_xlabel("string length")
         ax.set_ylabel("accuracy")
     panels[0].legend(frameon=False, title="attention")
+    return axes
+
+
+def plot_scratchpad(outcome, axes=None):
+    """Two panels from a :class:`companion.scratchpad.Outcome`, one line per condition (answer
+    only dashed with squares, scratchpad solid with circles), the mean over seeds with a band
+    of one standard error: *accuracy by test length* (log axis; a dotted line at chance, a
+    dashed one at the longest training length) and *training loss* (bits per supervised
+    position against the step; a dotted line at 1 bit, a guess). Returns the two axes."""
+    from companion.scratchpad import CONDITIONS, Outcome
+
+    if not isinstance(outcome, Outcome) or outcome.train_loss is None:
+        raise TypeError(f"outcome must be the Outcome that scratchpad.train returned, "
+                        f"got {type(outcome).__name__}")
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+    panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    if len(panels) != 2:
+        raise ValueError(f"axes must hold two Axes, got {len(panels)}")
+    styles = {"answer only": ("--", "s"), "scratchpad": ("-", "o")}
+    steps = np.arange(1, outcome.train_loss.shape[-1] + 1)
+    for index, condition in enumerate(CONDITIONS):
+        line, marker = styles[condition]
+        for ax, x, values in ((panels[0], outcome.lengths, outcome.accuracy[:, index]),
+                              (panels[1], steps, outcome.train_loss[:, index])):
+            values = values.double()
+            mean = values.mean(dim=0)
+            error = values.std(dim=0) / len(values) ** 0.5 if len(values) > 1 else 0 * mean
+            ax.plot(x, mean, linestyle=line, marker=marker if ax is panels[0] else None,
+                    color=f"C{index}", label=condition)
+            ax.fill_between(x, mean - error, mean + error, color=f"C{index}", alpha=0.2)
+    accuracy, loss = panels
+    accuracy.set_xscale("log", base=2)
+    accuracy.set_xticks(outcome.lengths, labels=[str(m) for m in outcome.lengths])
+    accuracy.minorticks_off()
+    accuracy.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
+    accuracy.axvline(outcome.max_train_length, color="gray", linewidth=0.8, linestyle="--")
+    accuracy.set(title="accuracy by test length", xlabel="string length $m$",
+                 ylabel="accuracy", ylim=(0, 1.02))
+    loss.axhline(1.0, color="gray", linewidth=0.8, linestyle=":")
+    loss.set(title="training loss", xlabel="step", ylabel="bits per supervised position",
+             ylim=(0, None))
+    accuracy.legend(frameon=False)
     return axes

@@ -99,7 +99,7 @@ def test_training_curves_draw_each_length_mean_per_variant():
         lines = {line.get_label(): line for line in axes[1][column].get_lines()}
         for m in (3, 5):
             expected = log.select("accuracy", m, variant).mean(dim=0)
-            np.testing.assert_allclose(lines[f"trained on m = {m}"].get_ydata(), expected)
+            np.testing.assert_allclose(lines[f"trained on $m = {m}$"].get_ydata(), expected)
     for row in axes:  # every panel names its variant; compared panels share their y-range
         assert ["standard" in row[0].get_title(), "scaled" in row[1].get_title()] == [True] * 2
         assert row[0].get_ylim() == row[1].get_ylim()

@@ -1,0 +1,366 @@
+"""Learning PARITY with and without a scratchpad: the same small causal transformer trained to
+write the running parities as it reads ([nye2021show]; [kim2025parity]) or to give the answer
+alone (keys of book/references.bib).
+
+Token ids: ``0`` and ``1`` are the input bits; ``STATE + p`` (2 or 3) is a written parity
+``p``. Every sequence starts with the token ``STATE`` (the parity ``p_0 = 0`` of the empty
+prefix), which also serves as the start token.
+
+* **Scratchpad** (:func:`scratchpad_sequence`): the bits and the running parities alternate,
+  ``STATE, w_1, STATE + p_1, w_2, STATE + p_2, ..., w_m, STATE + p_m`` (``2m + 1`` tokens,
+  ``p_j`` the parity of ``w_1 .. w_j``). At the position of ``w_j`` (position ``2j - 1``,
+  counting from 0) the model predicts ``p_j``, which it writes at position ``2j``; its
+  answer is ``p_m``. Each step needs only the token before it and its own:
+  ``p_j = p_{j-1} XOR w_j``.
+* **Answer only** (:func:`answer_sequence`): ``STATE, w_1, ..., w_m``; the model predicts the
+  parity of ``w`` at the position of ``w_m`` (position ``m``), and nowhere else.
+
+The model (:class:`Decoder`, plain PyTorch modules): a learned embedding of the 4 tokens,
+pre-norm ``nn.TransformerEncoderLayer`` s with a causal mask, a final layer norm and a linear
+output of 2 logits (parity 0 or 1) at every position. It has no position embedding: each head
+``h`` adds the bias ``-slope_h (i - i')`` to the score of query ``i`` for key ``i' <= i``
+(ALiBi, with slopes ``2^-h``, ``h = 0, 1, ...``: attention prefers recent positions, and
+nothing depends on the absolute position), so a model can run on strings longer than any it
+was trained on.
+
+:func:`train` trains one model per seed and condition, all as one computation: the parameters
+are stacked (:func:`companion.training.stack_modules`), the forward pass of one model
+(:func:`decoder_logits`) is vectorized with ``torch.func.vmap``, and one Adam updates the
+stack (the same as one Adam per model). The two models of a seed start from the same weights
+and read the same strings. At test time the scratchpad models decode greedily from their own
+written parities (:func:`decode`), the answer-only models read their answer in one pass.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from companion import runtime
+from companion._checks import check_device, check_int, check_keys, check_number
+from companion.languages import as_strings, random_strings
+from companion.length_generalization import Benchmark, bootstrap_difference
+from companion.training import LAYER_PARAMETERS, stack_modules
+
+STATE = 2
+"""The token of the written parity ``p`` is ``STATE + p``; every sequence starts with ``STATE``."""
+VOCAB = 4
+"""The number of token ids: the bits 0 and 1, and the written parities ``STATE``, ``STATE + 1``."""
+CONDITIONS = ("answer only", "scratchpad")
+"""The two conditions, in the order of the models of a seed and of ``accuracy[:, condition]``."""
+IGNORE = -100
+"""The target of a position that is not scored (``F.cross_entropy``'s ``ignore_index``)."""
+SCORE_BUDGET = 2**26  # attention scores, or cached keys and values, held at once in tests
+
+
+def running_parities(w) -> torch.Tensor:
+    """The parities of the prefixes of ``w`` (``LongTensor[B, m]`` or a str):
+    ``LongTensor[B, m]`` whose entry ``j - 1`` is the parity of ``w_1 .. w_j``."""
+    return as_strings(w).cumsum(dim=1) % 2
+
+
+def scratchpad_sequence(w) -> torch.Tensor:
+    """The teacher-forced scratchpad sequence of ``w``: ``LongTensor[B, 2m + 1]`` holding
+    ``STATE`` at position 0, ``w_j`` at position ``2j - 1`` and ``STATE + p_j`` at
+    position ``2j``."""
+    w = as_strings(w)
+    tokens = torch.full((w.shape[0], 2 * w.shape[1] + 1), STATE, device=w.device)
+    tokens[:, 1::2] = w
+    tokens[:, 2::2] += running_parities(w)
+    return tokens
+
+
+def answer_sequence(w) -> torch.Tensor:
+    """The answer-only sequence of ``w``: ``STATE, w_1, ..., w_m`` as ``LongTensor[B, m + 1]``."""
+    w = as_strings(w)
+    start = torch.full((w.shape[0], 1), STATE, device=w.device)
+    return torch.cat([start, w], dim=1)
+
+
+def targets(w, condition: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training pair of ``w`` in ``condition``, both ``LongTensor[B, 2m + 1]``: the tokens
+    (answer-only sequences padded at the end with ``STATE``, which the causal mask hides from
+    the answer) and the targets, a parity at each supervised position and ``IGNORE``
+    elsewhere: ``p_j`` at position ``2j - 1`` for the scratchpad, ``p_m`` at position ``m``
+    for answer only."""
+    if condition not in CONDITIONS:
+        raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+    w = as_strings(w)
+    B, m = w.shape
+    target = torch.full((B, 2 * m + 1), IGNORE, device=w.device)
+    if condition == "scratchpad":
+        target[:, 1::2] = running_parities(w)
+        return scratchpad_sequence(w), target
+    tokens = torch.full((B, 2 * m + 1), STATE, device=w.device)
+    tokens[:, :m + 1] = answer_sequence(w)
+    target[:, m] = w.sum(dim=1) % 2
+    return tokens, target
+
+
+def alibi_bias(n: int, heads: int, dtype=torch.float32, device=None) -> torch.Tensor:
+    """The attention bias ``[heads, n, n]``: ``-2^-h (i - i')`` for a key ``i' <= i`` of
+    the query ``i`` in head ``h``, and ``-inf`` for a later key (the causal mask)."""
+    n, heads = check_int(n, "n", minimum=1), check_int(heads, "heads", minimum=1)
+    i = torch.arange(n, device=device)
+    distance = (i[:, None] - i[None, :]).to(dtype)
+    slopes = 2.0 ** -torch.arange(heads, dtype=dtype, device=device)
+    bias = -slopes[:, None, None] * distance
+    return bias.masked_fill(distance < 0, -math.inf)
+
+
+class Decoder(nn.Module):
+    """One model in plain PyTorch: ``forward(tokens)``, tokens
+    ``LongTensor[B, n]`` (ids ``0..3``), gives the logits ``[B, n, 2]`` of
+    the next written parity at every position, each depending only on the
+    tokens up to it. Pre-norm layers, ReLU, no dropout, layer norm eps
+    ``1e-5``; :func:`decoder_logits` computes the same from the parameters
+    by name."""
+
+    def __init__(self, d: int = 32, heads: int = 4, layers: int = 2):
+        super().__init__()
+        d = check_int(d, "d", minimum=1)
+        self.heads = check_int(heads, "heads", minimum=1)
+        check_int(layers, "layers", minimum=1)
+        if d % heads:
+            raise ValueError(f"d must be a multiple of heads, "
+                             f"got d = {d} and heads = {heads}")
+        self.embedding = nn.Embedding(VOCAB, d)  # 0, 1, and STATE + p
+        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(
+            d, heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
+            for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.output = nn.Linear(d, 2)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The logits ``[B, n, 2]`` of ``tokens: LongTensor[B, n]``."""
+        _check_tokens(tokens)
+        x = self.embedding(tokens)
+        # the causal mask with ALiBi's biases, [B * heads, n, n]
+        bias = alibi_bias(tokens.shape[1], self.heads, x.dtype, x.device)
+        mask = bias.repeat(tokens.shape[0], 1, 1)
+        for layer in self.layers:
+            x = layer(x, src_mask=mask)
+        return self.output(self.norm(x))
+
+
+def _check_tokens(tokens) -> None:
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        raise TypeError("tokens must be a LongTensor[B, n]")
+    if tokens.shape[1] < 1 or bool(((tokens < 0) | (tokens >= VOCAB)).any()):
+        raise ValueError(f"tokens must hold at least one position, ids 0..{VOCAB - 1}")
+
+
+def parameter_names(layers: int) -> list:
+    """The names of a :class:`Decoder`'s parameters with ``layers`` layers."""
+    return ["embedding.weight", "norm.weight", "norm.bias", "output.weight", "output.bias"] + [
+        f"layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS]
+
+
+def decoder_logits(p: dict, tokens: torch.Tensor, heads: int, layers: int) -> torch.Tensor:
+    """One :class:`Decoder`'s logits ``[B, n, 2]`` of ``tokens: LongTensor[B, n]`` from its
+    parameters ``p`` (by the module's names): plain tensor code, which ``torch.func.vmap``
+    vectorizes over stacked models."""
+    check_keys(p, "p", parameter_names(layers))
+    return decoder_pass(p, tokens, heads, layers)[0]
+
+
+def decoder_pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=None,
+                 values=None):
+    """:func:`decoder_logits` of ``tokens: LongTensor[B, t]`` that continue a sequence whose
+    earlier positions' keys and values in every layer are ``keys`` and ``values`` (each
+    ``[layers, B, heads, P, d / heads]``, or None for ``P = 0``): returns the logits
+    ``[B, t, 2]`` and the keys and values of all ``P + t`` positions (a KV cache)."""
+    x = p["embedding.weight"][tokens]
+    B, t, d = x.shape
+    if keys is None:
+        keys = values = x.new_zeros(layers, B, heads, 0, d // heads)
+    P = keys.shape[-2]
+    bias = alibi_bias(P + t, heads, x.dtype, x.device)[:, P:]  # queries at P .. P + t - 1
+    all_keys, all_values = [], []
+    for layer in range(layers):
+        w = {name: p[f"layers.{layer}.{name}"] for name in LAYER_PARAMETERS}
+        y = F.layer_norm(x, (d,), w["norm1.weight"], w["norm1.bias"])
+        qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+        q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
+        k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
+        all_keys.append(k)
+        all_values.append(v)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // heads) + bias
+        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
+        x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
+        y = F.layer_norm(x, (d,), w["norm2.weight"], w["norm2.bias"])
+        hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
+        x = x + F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
+    x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
+    logits = F.linear(x, p["output.weight"], p["output.bias"])
+    return logits, torch.stack(all_keys), torch.stack(all_values)
+
+
+def _stacked_forward(heads: int, layers: int):
+    """:func:`decoder_logits` over stacked models: ``(params, tokens [models, B, n])`` ->
+    ``[models, B, n, 2]``."""
+    return torch.func.vmap(lambda p, tokens: decoder_logits(p, tokens, heads, layers))
+
+
+def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
+    """Greedy decoding of the scratchpad by stacked models (``params``: name ->
+    ``[models, ...]``) on their strings ``w: LongTensor[models, B, m]`` (or one
+    ``LongTensor[B, m]`` or str for every model): the written parities ``LongTensor[models, B,
+    m]``. Each model reads ``w_j`` after its own parity ``p_{j-1}``, not the true one. A loop
+    over the ``m`` positions, none over strings; each pass reads the two new tokens (the
+    parity just written and the next bit) and keeps the keys and values of the earlier ones."""
+    check_keys(params, "params", parameter_names(layers))
+    models = next(iter(params.values())).shape[0]
+    device = next(iter(params.values())).device
+    if isinstance(w, str) or (isinstance(w, torch.Tensor) and w.dim() == 2):
+        w = as_strings(w).expand(models, -1, -1)
+    if not isinstance(w, torch.Tensor) or w.dim() != 3 or w.shape[0] != models:
+        raise ValueError(f"w must be a LongTensor[models, B, m] with models = {models}")
+    w = torch.stack([as_strings(strings, "w") for strings in w]).to(device)
+    _, B, m = w.shape
+    step = torch.func.vmap(lambda p, tokens, keys, values: decoder_pass(
+        p, tokens, heads, layers, keys, values))
+    written = torch.zeros(models, B, m, dtype=torch.long, device=device)
+    new = torch.stack([torch.full_like(w[:, :, 0], STATE), w[:, :, 0]], dim=-1)
+    embedding = params["embedding.weight"]
+    keys = values = embedding.new_zeros(models, layers, B, heads, 0, embedding.shape[-1] // heads)
+    with torch.no_grad():
+        for j in range(m):  # reads p_j (START for j = 0) and w_{j+1}, writes p_{j+1}
+            logits, keys, values = step(params, new, keys, values)
+            written[:, :, j] = logits[:, :, -1].argmax(dim=-1)
+            if j + 1 < m:
+                new = torch.stack([STATE + written[:, :, j], w[:, :, j + 1]], dim=-1)
+    return written
+
+
+def _check_list(values, name: str, minimum: int) -> list:
+    if isinstance(values, str) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list of ints, got {type(values).__name__}")
+    values = [check_int(value, f"every entry of {name}", minimum=minimum) for value in values]
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"{name} must hold at least one value, each once")
+    return values
+
+
+@dataclass
+class Outcome(Benchmark):
+    """What :func:`train` returns: a :class:`~companion.length_generalization.Benchmark` of the
+    task ``"parity_check"`` whose variants are :data:`CONDITIONS` (``accuracy[seed, condition,
+    length]``, the fraction of the test strings of that length whose answer is right), and
+    ``train_loss[seed, condition, step]``, each model's cross-entropy in bits per supervised
+    position at every training step."""
+
+    train_loss: torch.Tensor | None = None
+
+
+def train(seeds, steps: int, max_train_length: int, lengths, batch: int = 32,
+          test_batch: int = 100, lr: float = 3e-3, d: int = 32, heads: int = 4,
+          layers: int = 2, device=None, progress: bool = True) -> Outcome:
+    """Train, for every seed in ``seeds``, two :class:`Decoder` s from the same initial weights
+    (seeded by the seed) on the same strings (drawn from a generator seeded by ``seed + 1``):
+    one on the scratchpad, one on the answer alone, for ``steps`` Adam steps (learning rate
+    ``lr``) of ``batch`` strings, each step's length uniform in ``1..max_train_length`` (drawn
+    from a generator seeded by the first seed). Then test each on ``test_batch`` fresh strings
+    of every length in ``lengths`` (:func:`evaluate`: greedy decoding for the scratchpad).
+    Computes on ``device`` (default :func:`companion.runtime.device`) in float32; the strings
+    are drawn on the CPU, so a seed gives the same strings on every device."""
+    seeds = _check_list(seeds, "seeds", 0)
+    if max(seeds) > 2**62:
+        raise ValueError("seeds must be below 2**62")
+    lengths = _check_list(lengths, "lengths", 1)
+    for name, value in (("steps", steps), ("batch", batch), ("test_batch", test_batch),
+                        ("max_train_length", max_train_length), ("d", d), ("heads", heads),
+                        ("layers", layers)):
+        check_int(value, name, minimum=1)
+    check_number(lr, "lr", above=0)
+    if d % heads:
+        raise ValueError(f"d must be a multiple of heads, got d = {d} and heads = {heads}")
+    device = check_device(device) or runtime.device()
+    models = [(seed, condition) for seed in seeds for condition in CONDITIONS]
+    params = stack_modules(lambda: Decoder(d, heads, layers), [seed for seed, _ in models],
+                           device=device)
+    forward = _stacked_forward(heads, layers)
+    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    draw_length = torch.Generator().manual_seed(seeds[0])
+    data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}
+    train_loss = torch.zeros(len(models), steps)
+    for step in tqdm(range(steps), desc="scratchpad", disable=not progress, leave=False):
+        m = int(torch.randint(1, max_train_length + 1, (1,), generator=draw_length))
+        drawn = {seed: random_strings(batch, m, data[seed]) for seed in seeds}
+        pairs = [targets(drawn[seed], condition) for seed, condition in models]
+        tokens, target = (torch.stack(t).to(device) for t in zip(*pairs, strict=True))
+        logits = forward(params, tokens)
+        losses = F.cross_entropy(logits.flatten(0, 2), target.flatten(), ignore_index=IGNORE,
+                                 reduction="none").reshape(target.shape).sum(dim=(1, 2))
+        mean = losses / (target != IGNORE).sum(dim=(1, 2))
+        optimizer.zero_grad()
+        mean.sum().backward()  # each model's gradient is its own mean loss's
+        optimizer.step()
+        train_loss[:, step] = mean.detach().cpu() / math.log(2)
+    accuracy = evaluate(params, seeds, lengths, test_batch, heads, layers)
+    return Outcome("parity_check", seeds, CONDITIONS, lengths, max_train_length, accuracy,
+                   train_loss.reshape(len(seeds), len(CONDITIONS), steps))
+
+
+def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: int,
+             layers: int) -> torch.Tensor:
+    """The accuracy ``[seeds, conditions, lengths]`` of the stacked models that :func:`train`
+    made (ordered seed by seed, :data:`CONDITIONS` within a seed) on ``test_batch`` strings of
+    each length in ``lengths``, the same strings for the two models of a seed (drawn from a
+    generator seeded by ``seed + 2``): answer only reads its answer at the last bit, the
+    scratchpad its last written parity (:func:`decode`)."""
+    check_keys(params, "params", parameter_names(layers))
+    seeds, lengths = _check_list(seeds, "seeds", 0), _check_list(lengths, "lengths", 1)
+    test_batch = check_int(test_batch, "test_batch", minimum=1)
+    if next(iter(params.values())).shape[0] != len(CONDITIONS) * len(seeds):
+        raise ValueError(f"params must stack {len(CONDITIONS)} models per seed")
+    device = next(iter(params.values())).device
+    answer = {name: value[0::2] for name, value in params.items()}
+    writers = {name: value[1::2] for name, value in params.items()}
+    accuracy = torch.zeros(len(seeds), len(CONDITIONS), len(lengths))
+    forward = _stacked_forward(heads, layers)
+    d = params["embedding.weight"].shape[-1]
+    for column, m in enumerate(lengths):
+        tests = {seed: torch.Generator().manual_seed(seed + 2) for seed in seeds}
+        w = torch.stack([random_strings(test_batch, m, tests[seed]) for seed in seeds])
+        truth = (w.sum(dim=-1) % 2).to(device)
+        w = w.to(device)
+        # strings in chunks, so that the attention scores of a pass over the answer-only
+        # sequences, and the keys and values that decoding keeps, stay within budget
+        chunk = max(1, SCORE_BUDGET // (len(seeds) * max(heads * (m + 1) ** 2,
+                                                          2 * layers * (2 * m + 1) * d)))
+        for start in range(0, test_batch, chunk):
+            part = slice(start, start + chunk)
+            with torch.no_grad():
+                tokens = torch.stack([answer_sequence(strings) for strings in w[:, part]])
+                said = forward(answer, tokens)[:, :, -1].argmax(dim=-1)
+                written = decode(writers, w[:, part], heads, layers)[:, :, -1]
+            accuracy[:, 0, column] += (said == truth[:, part]).sum(dim=1).cpu()
+            accuracy[:, 1, column] += (written == truth[:, part]).sum(dim=1).cpu()
+    return accuracy / test_batch
+
+
+def summary(result: Benchmark, samples: int = 1000, generator: torch.Generator | None = None):
+    """A table with one row per test length of ``result`` (what :func:`train` returned): the
+    mean accuracy over seeds of each condition, and the mean paired ``difference`` scratchpad
+    minus answer only with the ends ``low``, ``high`` of its 95% bootstrap interval over the
+    seeds (:func:`companion.length_generalization.bootstrap_difference`); the column
+    ``trained`` says whether the length was among the training lengths."""
+    import pandas as pd  # on first use only, like companion.tables
+
+    if not isinstance(result, Benchmark) or tuple(result.variants) != CONDITIONS:
+        raise TypeError("result must be the Benchmark that scratchpad.train returned")
+    rows = {}
+    for column, m in enumerate(result.lengths):
+        before, after = result.accuracy[:, 0, column], result.accuracy[:, 1, column]
+        mean, low, high = bootstrap_difference(before, after, samples, generator)
+        rows[m] = {"trained": m <= result.max_train_length,
+                   "answer only": before.double().mean().item(),
+                   "scratchpad": after.double().mean().item(),
+                   "difference": mean, "low": low, "high": high}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "m"
+    return table
