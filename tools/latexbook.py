@@ -188,8 +188,9 @@ class BookmarkMath(SphinxPostTransform):
 
 class OutputTables(SphinxPostTransform):
     """A notebook's LaTeX output (a table, :func:`companion.tables.latex_table`) is printed as
-    LaTeX, in a smaller size; myst-nb, which supposes such an output is math, made it a display
-    equation."""
+    LaTeX, in a smaller size, and a ``tabular`` wider than the text is scaled down to fit it
+    (``\\fitwidth``, defined in the preamble of ``_config.yml``); myst-nb, which supposes such an
+    output is math, made it a display equation."""
 
     default_priority = 690
     formats = ("latex",)
@@ -198,7 +199,9 @@ class OutputTables(SphinxPostTransform):
     def run(self, **kwargs) -> None:
         for output in list(self.document.findall(nodes.math_block)):
             if "text_latex" in output["classes"]:
-                table = f"{self.mark}\\begingroup\\small\n{output.astext()}\n\\endgroup\n"
+                latex = (output.astext().replace("\\begin{tabular}", "\\fitwidth{\\begin{tabular}")
+                         .replace("\\end{tabular}", "\\end{tabular}}"))
+                table = f"{self.mark}\\begingroup\\small\n{latex}\n\\endgroup\n"
                 output.replace_self(nodes.raw("", table, format="latex"))
 
 
