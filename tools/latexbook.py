@@ -22,9 +22,9 @@
 * The students' edition leaves out the solutions and the appendix *For instructors*; a link to
   that appendix becomes its title and "in the HTML book".
 * Tables as tables. A DataFrame that a notebook displays after
-  :func:`companion.tables.typeset_tables` carries a LaTeX longtable beside its HTML; myst-nb
-  gives that output to the LaTeX builder as display math, and here it becomes the table it is,
-  set in a smaller size.
+  :func:`companion.tables.typeset_tables` carries a LaTeX table (a ``tabular``, or a
+  ``longtable`` when long) beside its HTML; myst-nb gives that output to the LaTeX builder as
+  display math, and here it becomes the table it is, set in a smaller size.
 * One number for every numbered thing, as in the HTML. sphinx-jupyterbook-latex sets
   ``numfig_secnum_depth`` to 2 for a book with parts, so that LaTeX numbers figures per
   chapter; but sphinx-exercise and sphinx-proof print the numbers Sphinx assigns with that

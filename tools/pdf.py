@@ -88,9 +88,9 @@ def blank_pages(pdf: Path, limit: float = 0.4) -> list[str]:
     full = sorted(bottom for bottom, _ in spans)[len(spans) // 10]
     top = statistics.median(top for _, top in spans)
     ends = {page - 1 for _, _, page in outline(pdf, depth=2)} | {len(document)}
-    return [f"page {number}: {(bottom - full) / (top - full):.0%} empty"
-            for number, (bottom, _) in enumerate(spans, start=1)
-            if number not in ends and (bottom - full) / (top - full) > limit]
+    empty = [(bottom - full) / (top - full) for bottom, _ in spans]
+    return [f"page {number}: {share:.0%} empty" for number, share in enumerate(empty, start=1)
+            if number not in ends and share > limit]
 
 
 def render_pages(pdf: Path, out: Path, pages=PAGES_TO_RENDER) -> list[Path]:
