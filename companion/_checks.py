@@ -7,6 +7,7 @@ with a message that names the argument and says what was expected. Strings of bi
 
 import math
 import numbers
+import re
 
 import numpy as np
 import torch
@@ -110,6 +111,19 @@ def check_keys(value, name: str, required) -> dict:
     if missing:
         raise ValueError(f"{name} lacks the keys {missing[:3]}" + (
             f" and {len(missing) - 3} more" if len(missing) > 3 else ""))
+    return value
+
+
+def check_layers(value: dict, name: str, prefix: str, layers: int) -> dict:
+    """``value``, a model's parameters by name, which must hold none of a layer beyond
+    ``layers`` (names ``{prefix}{layer}.*`` with ``layer >= layers``): a smaller ``layers``
+    would silently skip them."""
+    found = [int(match[1]) for key in value
+             if (match := re.match(re.escape(prefix) + r"(\d+)\.", key))]
+    if found and max(found) >= layers:
+        raise ValueError(f"{name} holds the parameters of layers 0..{max(found)} "
+                         f"({prefix}{max(found)}.*), but layers = {layers}: pass the model's "
+                         "number of layers")
     return value
 
 

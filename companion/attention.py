@@ -67,11 +67,12 @@ def attention_weights(scores: torch.Tensor, kind: str = "softmax", mask=None) ->
     (weight shared equally by the maximal scores, [chiang2024esslli] eq. 5.13). Masked-out keys
     (``mask`` False) get weight 0 and do not count as maximal; so do keys with score ``-inf``.
     Returns a tensor shaped like ``scores`` whose rows sum to 1 (or are all 0 for a row with no
-    allowed key).
+    allowed key). (The scores of a tensor on the ``meta`` device, which holds shapes only, are
+    not checked.)
     """
     check_float_tensor(scores, "scores", ranks=tuple(range(2, 9)))
     check_choice(kind, "kind", ATTENTION_KINDS)
-    if torch.isnan(scores).any() or torch.isposinf(scores).any():
+    if not scores.is_meta and (torch.isnan(scores).any() or torch.isposinf(scores).any()):
         raise ValueError("scores must be finite or -inf, got NaN or +inf")
     if scores.shape[-1] == 0:  # no keys: every row has no allowed key
         return torch.zeros_like(scores)
@@ -135,13 +136,14 @@ def attention_flops(n: int, d: int, d_k: int, d_v: int | None = None) -> int:
     by PyTorch's own ``FlopCounterMode`` (matrix products only; one multiply-add is 2 FLOPs).
 
     ``d_v`` defaults to ``d_k``. Use it to check the operation count predicted by hand. ``n`` is
-    at most 8192.
+    at most 8192. The call runs on the ``meta`` device, which holds shapes and no values, so
+    counting costs no arithmetic at any size.
     """
     n = check_int(n, "n", minimum=1, maximum=MAX_POSITIONS)
     d, d_k = check_int(d, "d", minimum=1), check_int(d_k, "d_k", minimum=1)
     d_v = d_k if d_v is None else check_int(d_v, "d_v", minimum=1)
-    X = torch.zeros(n, d)
-    weights = (torch.zeros(d, d_k), torch.zeros(d, d_k), torch.zeros(d, d_v))
+    X = torch.zeros(n, d, device="meta")
+    weights = tuple(torch.zeros(d, k, device="meta") for k in (d_k, d_k, d_v))
     with FlopCounterMode(display=False) as counter:
         self_attention(X, *weights)
     return counter.get_total_flops()

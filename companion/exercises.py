@@ -247,9 +247,10 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
                          seed: int = 0) -> Feedback:
     """Grade a circuit family: ``family(n)`` must return a
     :class:`~companion.circuits.Circuit` with ``n`` inputs that decides ``language`` (a
-    function on ``LongTensor[B, n]``, such as ``companion.languages.parity``), obeys the gate
-    rules of ``circuit_class`` and, if ``max_depth`` (an int or a function of n) is given, is
-    no deeper than that.
+    function from ``LongTensor[B, n]`` to ``BoolTensor[B]``, such as
+    ``companion.languages.parity``; another result raises ``ValueError`` or ``TypeError``),
+    obeys the gate rules of ``circuit_class`` and, if ``max_depth`` (an int or a function of
+    n) is given, is no deeper than that.
 
     Every input is tried at each length in ``lengths``; at each of ``sampled_lengths``, too
     long for that, the strings with at most one 1 or one 0 and ``samples`` strings with a
@@ -258,6 +259,7 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
     only on the short ones. The checker's own arguments are checked first: ``lengths`` of at
     most 20 (every input is tried), ``sampled_lengths`` of at most 4096, not both empty."""
     from companion.circuits import CLASSES, Circuit
+    from companion.evaluation import _labels
     from companion.languages import MAX_ENUMERATED_LENGTH, all_strings
 
     lengths = [check_int(n, "lengths", 0, MAX_ENUMERATED_LENGTH) for n in lengths]
@@ -289,7 +291,7 @@ def check_circuit_family(family, language, lengths=range(0, 11), circuit_class: 
             return Feedback(False, f"family({n}) has depth {circuit.depth}, more than {bound}")
         exhaustive = n in lengths
         w = all_strings(n) if exhaustive else _strings_of_every_weight(n, samples, generator)
-        wrong = (circuit.evaluate(w) != language(w)).nonzero().flatten()
+        wrong = (circuit.evaluate(w) != _labels(language, w)).nonzero().flatten()
         if len(wrong):
             example = "".join(str(b) for b in w[wrong[0]].tolist())
             return Feedback(False, f"family({n}) gives the wrong answer on {example!r} "

@@ -287,26 +287,27 @@ def random_split_formula(leaves: int, generator: torch.Generator | None = None) 
 # --- The word problem of the symmetric group S_k ---------------------------------------------
 
 
-def _cycles(text: str, k: int) -> list[tuple[int, ...]]:
-    """The cycles of a string in cycle notation such as ``"(01)(234)"``."""
+def _cycles(text: str, k: int, name: str = "word") -> list[tuple[int, ...]]:
+    """The cycles of a string in cycle notation such as ``"(01)(234)"``, the argument
+    ``name``."""
     cycles, pos = [], 0
     text = text.replace(" ", "")
     while pos < len(text):
         if text[pos] != "(":
-            raise ValueError(f"word: expected '(' at position {pos} of {text!r}")
+            raise ValueError(f"{name}: expected '(' at position {pos} of {text!r}")
         close = text.find(")", pos)
         if close < 0:
-            raise ValueError(f"word: '(' at position {pos} of {text!r} is never closed")
+            raise ValueError(f"{name}: '(' at position {pos} of {text!r} is never closed")
         body = text[pos + 1:close]
         if not body or not all(digit in "0123456789" for digit in body):
-            raise ValueError(f"word: malformed cycle {text[pos:close + 1]!r} at position {pos}; "
+            raise ValueError(f"{name}: malformed cycle {text[pos:close + 1]!r} at position {pos}; "
                              "write a cycle as digits in parentheses, e.g. (01234)")
         cycle = tuple(int(digit) for digit in body)
         if max(cycle) >= k:
-            raise ValueError(f"word: cycle {text[pos:close + 1]!r} moves {max(cycle)}, which is "
+            raise ValueError(f"{name}: cycle {text[pos:close + 1]!r} moves {max(cycle)}, which is "
                              f"not in [k] = 0..{k - 1}")
         if len(set(cycle)) != len(cycle):
-            raise ValueError(f"word: cycle {text[pos:close + 1]!r} repeats an element")
+            raise ValueError(f"{name}: cycle {text[pos:close + 1]!r} repeats an element")
         cycles.append(cycle)
         pos = close + 1
     return cycles

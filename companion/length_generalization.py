@@ -39,6 +39,7 @@ from companion._checks import (
     check_generator,
     check_int,
     check_keys,
+    check_layers,
     check_number,
     check_tensor,
 )
@@ -152,8 +153,10 @@ def _embed(embedding: torch.Tensor, tokens: torch.Tensor, output_token: int) -> 
 def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, output_token: int):
     """One :class:`Classifier`'s logits ``[B, classes]`` from its parameters ``p`` (by the
     module's names), attention logits multiplied by ``scale`` (1, or ``log n``)."""
+    layers = check_int(layers, "layers", minimum=1)
     check_keys(p, "p", ["embedding.weight", "output.weight", "output.bias"] + [
         f"encoder.layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS])
+    check_layers(p, "p", "encoder.layers.", layers)
     x = _embed(p["embedding.weight"], tokens, output_token)
     no_counts = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
     for layer in range(layers):
@@ -166,9 +169,9 @@ def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, output_to
 @dataclass
 class Benchmark:
     """The outcome for one task: ``accuracy[seed, variant, length]`` on ``lengths``, each entry
-    the fraction of that length's test strings classified correctly. ``score[seed, variant]``
-    is its mean over the lengths above ``max_train_length`` (the protocol's test score),
-    ``in_distribution[seed, variant]`` over the others."""
+    the fraction (in [0, 1]) of that length's test strings classified correctly.
+    ``score[seed, variant]`` is its mean over the lengths above ``max_train_length`` (the
+    protocol's test score), ``in_distribution[seed, variant]`` over the others."""
 
     task: str
     seeds: list
@@ -188,6 +191,13 @@ class Benchmark:
         if tuple(self.accuracy.shape) != shape:
             raise ValueError(f"accuracy has shape {tuple(self.accuracy.shape)}, expected "
                              f"{shape} (seeds, variants, lengths)")
+        if not self.accuracy.is_floating_point():
+            raise TypeError(f"accuracy must have a floating-point dtype, got "
+                            f"{self.accuracy.dtype}")
+        outside = ~((self.accuracy >= 0) & (self.accuracy <= 1))  # NaN too
+        if not self.accuracy.is_meta and bool(outside.any()):
+            raise ValueError(f"accuracy: expected fractions in [0, 1], got "
+                             f"{self.accuracy[outside][0].item()}")
 
     def _mean(self, longer: bool) -> torch.Tensor:
         columns = [i for i, length in enumerate(self.lengths)
@@ -233,8 +243,11 @@ def load(path) -> Benchmark:
         accuracy = torch.tensor(fields["accuracy"], dtype=torch.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: accuracy must be a nested list of numbers") from error
-    return Benchmark(fields["task"], fields["seeds"], tuple(fields["variants"]),
-                     fields["lengths"], fields["max_train_length"], accuracy)
+    try:
+        return Benchmark(fields["task"], fields["seeds"], tuple(fields["variants"]),
+                         fields["lengths"], fields["max_train_length"], accuracy)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,

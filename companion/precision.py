@@ -37,7 +37,8 @@ from companion import runtime
 from companion._checks import check_device, check_dtype, check_int, check_number
 
 U64 = 2.0**-53
-MAX_GUARANTEED_LENGTH = 10**8  # parity_guaranteed_length holds a few arrays of up_to numbers
+MAX_GUARANTEED_LENGTH = 10**8  # the largest up_to of parity_guaranteed_length
+GUARANTEE_CHUNK = 2**18  # lengths it bounds at once: some 20 float64 arrays, about 40 MB
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -113,11 +114,15 @@ def parity_guaranteed_length(dtype: torch.dtype, c: float = 1.0, up_to: int = 10
     """The largest ``n <= up_to`` (positions, CLS included) such that, by
     :func:`parity_rounding_bounds`, ``parity_transformer(c)`` in ``dtype`` classifies every
     string of every length ``2..n`` correctly, on any device and in any summation order.
-    ``up_to`` is at least 2 and at most ``10**8``."""
+    ``up_to`` is at least 2 and at most ``10**8``; the lengths are bounded in chunks of
+    :data:`GUARANTEE_CHUNK`, so memory stays near 40 MB whatever ``up_to`` is."""
     up_to = check_int(up_to, "up_to", minimum=2, maximum=MAX_GUARANTEED_LENGTH)
-    ns = np.arange(2, up_to + 1)
-    failing = np.flatnonzero(parity_rounding_bounds(ns, dtype, c)["margin"] <= 0)
-    return int(ns[failing[0]] - 1) if failing.size else int(up_to)
+    for first in range(2, up_to + 1, GUARANTEE_CHUNK):
+        ns = np.arange(first, min(first + GUARANTEE_CHUNK, up_to + 1))
+        failing = np.flatnonzero(parity_rounding_bounds(ns, dtype, c)["margin"] <= 0)
+        if failing.size:
+            return int(ns[failing[0]] - 1)
+    return int(up_to)
 
 
 def parity_spike_probe(m: int, dtype: torch.dtype, c: float = 1.0,

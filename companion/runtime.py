@@ -9,13 +9,14 @@ Two environment variables steer every chapter:
 * ``BOOK_SEED`` (an int, default 0) shifts every seed given to :func:`set_seed` and
   :func:`generator`, so that the whole book can be rerun on other random samples
   (``make robust``): an assertion about a sample must hold for any of them.
-* ``COMPANION_THREADS`` (a positive int, default 1) is the number of CPU threads PyTorch
-  computes with once :func:`set_seed` has run (see :func:`threads`).
+* ``COMPANION_THREADS`` (an int from 1 to :data:`MAX_THREADS`, default 1) is the number of CPU
+  threads PyTorch computes with once :func:`set_seed` has run (see :func:`threads`).
 """
 
 import os
 import platform
 import random
+import re
 import textwrap
 
 import numpy as np
@@ -24,6 +25,7 @@ import torch
 from companion._checks import check_device, check_int
 
 SCALES = ("quick", "full")
+MAX_THREADS = 1024  # the most COMPANION_THREADS may ask for
 
 
 def device() -> torch.device:
@@ -77,10 +79,9 @@ def effective_seed(seed: int) -> int:
     ``seed`` itself when ``BOOK_SEED`` is unset or 0), so that distinct seeds stay distinct."""
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     requested = os.environ.get("BOOK_SEED", "0")
-    try:
-        shift = int(requested)
-    except ValueError as error:
-        raise ValueError(f"BOOK_SEED={requested!r} is not an integer") from error
+    if not re.fullmatch(r"[+-]?[0-9]+", requested.strip()):  # ASCII digits: int() takes '١'
+        raise ValueError(f"BOOK_SEED={requested!r} is not an integer (ASCII digits)")
+    shift = int(requested)
     return (seed + 1_000_003 * shift) % 2**32
 
 
@@ -99,14 +100,13 @@ def threads() -> int:
     thread that the system has not scheduled (the README records the chapters' times). And a
     reduction split among threads rounds differently with their number, so one thread also
     prints the same numbers on machines with different numbers of cores. On a many-core
-    machine with nothing else to do, ``COMPANION_THREADS`` can ask for more."""
+    machine with nothing else to do, ``COMPANION_THREADS`` can ask for more, up to
+    :data:`MAX_THREADS` (1024)."""
     requested = os.environ.get("COMPANION_THREADS") or "1"
-    try:
-        count = int(requested)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"COMPANION_THREADS={requested!r}; expected a positive integer")
+    count = int(requested) if re.fullmatch(r"\+?[0-9]+", requested.strip()) else 0
+    if not 1 <= count <= MAX_THREADS:
+        raise ValueError(f"COMPANION_THREADS={requested!r}; expected an integer from 1 to "
+                         f"{MAX_THREADS} (ASCII digits)")
     return count
 
 

@@ -40,7 +40,15 @@ from torch import nn
 from tqdm import tqdm
 
 from companion import runtime
-from companion._checks import check_device, check_int, check_keys, check_number
+from companion._checks import (
+    check_device,
+    check_dtype,
+    check_int,
+    check_keys,
+    check_layers,
+    check_number,
+)
+from companion.attention import MAX_POSITIONS
 from companion.languages import as_strings, random_strings
 from companion.length_generalization import Benchmark, bootstrap_difference
 from companion.training import LAYER_PARAMETERS, stack_modules
@@ -54,6 +62,7 @@ CONDITIONS = ("answer only", "scratchpad")
 IGNORE = -100
 """The target of a position that is not scored (``F.cross_entropy``'s ``ignore_index``)."""
 SCORE_BUDGET = 2**26  # attention scores, or cached keys and values, held at once in tests
+MAX_BIAS = 2**28  # entries heads * n * n of one alibi_bias (1 GiB in float32)
 
 
 def running_parities(w) -> torch.Tensor:
@@ -101,9 +110,16 @@ def targets(w, condition: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def alibi_bias(n: int, heads: int, dtype=torch.float32, device=None) -> torch.Tensor:
-    """The attention bias ``[heads, n, n]``: ``-2^-h (i - i')`` for a key ``i' <= i`` of
-    the query ``i`` in head ``h``, and ``-inf`` for a later key (the causal mask)."""
-    n, heads = check_int(n, "n", minimum=1), check_int(heads, "heads", minimum=1)
+    """The attention bias ``[heads, n, n]`` in the floating-point ``dtype``: ``-2^-h (i - i')``
+    for a key ``i' <= i`` of the query ``i`` in head ``h``, and ``-inf`` for a later key (the
+    causal mask). ``n`` is at most 8192 (``attention.MAX_POSITIONS``) and ``heads * n * n`` at
+    most :data:`MAX_BIAS`."""
+    n = check_int(n, "n", minimum=1, maximum=MAX_POSITIONS)
+    heads = check_int(heads, "heads", minimum=1)
+    if heads * n * n > MAX_BIAS:
+        raise ValueError(f"heads * n * n must be at most {MAX_BIAS} (the bias's entries), got "
+                         f"heads = {heads} and n = {n}")
+    dtype, device = check_dtype(dtype), check_device(device)
     i = torch.arange(n, device=device)
     distance = (i[:, None] - i[None, :]).to(dtype)
     slopes = 2.0 ** -torch.arange(heads, dtype=dtype, device=device)
@@ -148,23 +164,44 @@ class Decoder(nn.Module):
 
 def _check_tokens(tokens) -> None:
     if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-        raise TypeError("tokens must be a LongTensor[B, n]")
-    if tokens.shape[1] < 1 or bool(((tokens < 0) | (tokens >= VOCAB)).any()):
-        raise ValueError(f"tokens must hold at least one position, ids 0..{VOCAB - 1}")
+        got = (f"dtype {tokens.dtype} and shape {list(tokens.shape)}"
+               if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+        raise TypeError(f"tokens must be a LongTensor[B, n], got {got}")
+    if tokens.shape[1] < 1:
+        raise ValueError("tokens must hold at least one position")
+    # under torch.func.vmap the ids cannot be read (no data-dependent branch there)
+    if not torch._C._functorch.is_batchedtensor(tokens) and bool(
+            ((tokens < 0) | (tokens >= VOCAB)).any()):
+        raise ValueError(f"tokens must hold the ids 0..{VOCAB - 1}")
 
 
 def parameter_names(layers: int) -> list:
     """The names of a :class:`Decoder`'s parameters with ``layers`` layers."""
+    layers = check_int(layers, "layers", minimum=1)
     return ["embedding.weight", "norm.weight", "norm.bias", "output.weight", "output.bias"] + [
         f"layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS]
+
+
+def _check_model(p, name: str, heads: int, layers: int) -> tuple[int, int]:
+    """``heads`` and ``layers`` checked against the parameters ``p`` (argument ``name``) of a
+    :class:`Decoder`, or of stacked ones: every layer's parameters present, none of a layer
+    beyond ``layers``, and ``heads`` dividing the width ``d``."""
+    check_keys(p, name, parameter_names(layers))
+    heads = check_int(heads, "heads", minimum=1)
+    check_layers(p, name, "layers.", layers)
+    d = p["embedding.weight"].shape[-1]
+    if d % heads:
+        raise ValueError(f"heads must divide the model's width d = {d}, got heads = {heads}")
+    return heads, layers
 
 
 def decoder_logits(p: dict, tokens: torch.Tensor, heads: int, layers: int) -> torch.Tensor:
     """One :class:`Decoder`'s logits ``[B, n, 2]`` of ``tokens: LongTensor[B, n]`` from its
     parameters ``p`` (by the module's names): plain tensor code, which ``torch.func.vmap``
-    vectorizes over stacked models."""
-    check_keys(p, "p", parameter_names(layers))
-    return decoder_pass(p, tokens, heads, layers)[0]
+    vectorizes over stacked models (there the token ids are not checked)."""
+    heads, layers = _check_model(p, "p", heads, layers)
+    _check_tokens(tokens)
+    return _pass(p, tokens, heads, layers)[0]
 
 
 def decoder_pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=None,
@@ -173,6 +210,13 @@ def decoder_pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=No
     earlier positions' keys and values in every layer are ``keys`` and ``values`` (each
     ``[layers, B, heads, P, d / heads]``, or None for ``P = 0``): returns the logits
     ``[B, t, 2]`` and the keys and values of all ``P + t`` positions (a KV cache)."""
+    heads, layers = _check_model(p, "p", heads, layers)
+    _check_tokens(tokens)
+    return _pass(p, tokens, heads, layers, keys, values)
+
+
+def _pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=None, values=None):
+    """:func:`decoder_pass` without the checks."""
     x = p["embedding.weight"][tokens]
     B, t, d = x.shape
     if keys is None:
@@ -202,7 +246,7 @@ def decoder_pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=No
 def _stacked_forward(heads: int, layers: int):
     """:func:`decoder_logits` over stacked models: ``(params, tokens [models, B, n])`` ->
     ``[models, B, n, 2]``."""
-    return torch.func.vmap(lambda p, tokens: decoder_logits(p, tokens, heads, layers))
+    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, heads, layers)[0])
 
 
 def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
@@ -212,7 +256,7 @@ def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
     m]``. Each model reads ``w_j`` after its own parity ``p_{j-1}``, not the true one. A loop
     over the ``m`` positions, none over strings; each pass reads the two new tokens (the
     parity just written and the next bit) and keeps the keys and values of the earlier ones."""
-    check_keys(params, "params", parameter_names(layers))
+    heads, layers = _check_model(params, "params", heads, layers)
     models = next(iter(params.values())).shape[0]
     device = next(iter(params.values())).device
     if isinstance(w, str) or (isinstance(w, torch.Tensor) and w.dim() == 2):
@@ -221,9 +265,11 @@ def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
         raise ValueError(f"w must be a LongTensor[models, B, m] with models = {models}")
     w = torch.stack([as_strings(strings, "w") for strings in w]).to(device)
     _, B, m = w.shape
-    step = torch.func.vmap(lambda p, tokens, keys, values: decoder_pass(
+    step = torch.func.vmap(lambda p, tokens, keys, values: _pass(
         p, tokens, heads, layers, keys, values))
     written = torch.zeros(models, B, m, dtype=torch.long, device=device)
+    if m == 0:  # the empty string: nothing to write
+        return written
     new = torch.stack([torch.full_like(w[:, :, 0], STATE), w[:, :, 0]], dim=-1)
     embedding = params["embedding.weight"]
     keys = values = embedding.new_zeros(models, layers, B, heads, 0, embedding.shape[-1] // heads)
@@ -312,7 +358,7 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
     each length in ``lengths``, the same strings for the two models of a seed (drawn from a
     generator seeded by ``seed + 2``): answer only reads its answer at the last bit, the
     scratchpad its last written parity (:func:`decode`)."""
-    check_keys(params, "params", parameter_names(layers))
+    heads, layers = _check_model(params, "params", heads, layers)
     seeds, lengths = _check_list(seeds, "seeds", 0), _check_list(lengths, "lengths", 1)
     test_batch = check_int(test_batch, "test_batch", minimum=1)
     if next(iter(params.values())).shape[0] != len(CONDITIONS) * len(seeds):

@@ -41,11 +41,21 @@ from torch import nn
 from companion._checks import check_bool, check_dtype, check_int, check_tensor
 from companion.languages import _as_permutation, _cycles
 from companion.layout import Layout
-from companion.transformer import EncoderLayer
+from companion.transformer import MAX_WIDTH, EncoderLayer
 
 SCALE = 1024.0  # C: the score gap between the retrieved position and any other
 SCORE_BUDGET = 2**22  # attention scores held at once by Decoder.run
-MAX_STATES, MAX_SYMBOLS = 1000, 100
+MAX_STATES, MAX_SYMBOLS = 1000, 100  # of a DFA's table
+MAX_PAIRS = MAX_WIDTH  # (state, symbol) pairs of compile_dfa, one FFN unit each
+SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
+"""The dtypes a decoder computes in, each with the bits of its significand."""
+
+
+def _check_float(dtype) -> torch.dtype:
+    """``dtype``, one of the dtypes of :data:`SIGNIFICAND_BITS`."""
+    if check_dtype(dtype) not in SIGNIFICAND_BITS:
+        raise ValueError(f"dtype must be one of {list(SIGNIFICAND_BITS)}, got {dtype}")
+    return dtype
 
 
 def _check_dfa(transitions, start, accepting):
@@ -142,9 +152,13 @@ def compile_dfa(transitions, start: int, accepting, dtype=torch.float64) -> Deco
     """A :class:`Decoder` that writes the states of the DFA ``transitions[state][symbol]``
     (states ``0..S-1``, symbols ``0..k-1``) from state ``start``; ``accepting`` lists the
     accepting states. The construction, its layout and its precision are in the module
-    docstring; :func:`decode` runs it."""
+    docstring; :func:`decode` runs it. Its FFN has one unit per (state, symbol) pair, so
+    ``S * k`` is at most :data:`MAX_PAIRS` (4096)."""
     table, start, final = _check_dfa(transitions, start, accepting)
     S, k = table.shape
+    if S * k > MAX_PAIRS:
+        raise ValueError(f"transitions: compile_dfa takes at most {MAX_PAIRS} (state, symbol) "
+                         f"pairs (one FFN unit each), got {S} states x {k} symbols = {S * k}")
     pairs = list(itertools.product(range(S), range(k)))
     L = Layout(*(f"sym={a}" for a in range(k)), *(f"state={q}" for q in range(S)),
                "is_start", "1", "i", "i^2", "m",
@@ -179,7 +193,7 @@ def compile_dfa(transitions, start: int, accepting, dtype=torch.float64) -> Deco
     tokens = [*(str(a) for a in range(k)), *(f"q{q}" for q in range(S)), "START"]
     decoder = Decoder(embedding, positions, [find_start, fetch], output_weight, k, L, tokens)
     decoder.transitions, decoder.start, decoder.accepting = table, start, final
-    return decoder.to(check_dtype(dtype))
+    return decoder.to(_check_float(dtype))
 
 
 def parity_decoder(dtype=torch.float64) -> Decoder:
@@ -193,9 +207,15 @@ def word_problem_dfa(generators=("(01)", "(01234)"), k: int = 5):
     ``(transitions, start, accepting)``: a state is the product so far, one of the ``k!``
     permutations (state 0 the identity), and it accepts the identity."""
     k = check_int(k, "k", minimum=1, maximum=6)
-    if isinstance(generators, str) or not all(isinstance(g, str) for g in generators):
+    if isinstance(generators, str) or not hasattr(generators, "__iter__"):
+        raise TypeError("generators must be a list of permutations such as '(01)(234)', "
+                        f"got {type(generators).__name__}")
+    generators = list(generators)  # a generator expression is read once
+    if not all(isinstance(g, str) for g in generators):
         raise TypeError("generators must be a list of permutations such as '(01)(234)'")
-    letters = [_as_permutation(_cycles(g, k), k) for g in generators]
+    if not generators:
+        raise ValueError("generators must hold at least one permutation, got none")
+    letters = [_as_permutation(_cycles(g, k, "generators"), k) for g in generators]
     states = list(itertools.permutations(range(k)))
     number = {p: q for q, p in enumerate(states)}
     transitions = [[number[tuple(g[image] for image in p)] for g in letters] for p in states]
@@ -203,10 +223,14 @@ def word_problem_dfa(generators=("(01)", "(01234)"), k: int = 5):
 
 
 def _as_symbols(w, k: int) -> torch.Tensor:
-    """``w`` (a ``LongTensor[B, m]`` or a str of digits) checked against the alphabet 0..k-1."""
+    """``w`` (a ``LongTensor[B, m]``, or a str of the ASCII digits 0..k-1 where ``k <= 10``)
+    checked against the alphabet 0..k-1."""
     if isinstance(w, str):
-        if not all(ch.isdigit() and int(ch) < k for ch in w):
-            raise ValueError(f"w must contain only the digits 0..{k - 1}, got {w!r}")
+        if k > 10 and w:
+            raise TypeError(f"w must be a LongTensor[B, m] for an alphabet of {k} symbols (a "
+                            "str holds one digit per symbol, so at most 10), got a str")
+        if not all(ch in "0123456789"[:k] for ch in w):
+            raise ValueError(f"w must contain only the ASCII digits 0..{k - 1}, got {w!r}")
         return torch.tensor([[int(ch) for ch in w]], dtype=torch.long).reshape(1, len(w))
     check_tensor(w, "w")
     if w.dtype == torch.bool or w.is_floating_point() or w.is_complex():
@@ -296,9 +320,8 @@ def exact_length(dtype) -> int:
     ``8 m^2 <= 2^p`` (``p`` the significand's bits: 53 in float64, 24 in float32, 11 in
     float16, 8 in bfloat16) and ``8 m^2 C`` does not overflow. Then each attention weight is
     exactly 0 or 1 and every activation an exact integer."""
-    bits = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
-    dtype = check_dtype(dtype)
-    limit = min(2 ** bits[dtype], int(torch.finfo(dtype).max / SCALE))
+    dtype = _check_float(dtype)
+    limit = min(2 ** SIGNIFICAND_BITS[dtype], int(torch.finfo(dtype).max / SCALE))
     return math.isqrt(limit // 8)
 
 
@@ -308,13 +331,15 @@ def activation_table(decoder: Decoder, w, stage: str):
     headed ``"position:token"``."""
     import pandas as pd  # only when a table is asked for
 
+    _check_decoder(decoder)
     stages = ["a0"] + [f"{kind}{n}" for n in range(1, len(decoder.layers) + 1)
                        for kind in ("c", "a")]
     if stage not in stages:
         raise ValueError(f"stage must be one of {stages}, got {stage!r}")
     states, _, recorded = decode(decoder, w, record=True)
     if states.shape != (1, states.shape[1]) or states.shape[1] == 0:
-        raise ValueError(f"the table shows one nonempty string, got {tuple(states.shape)}")
+        raise ValueError(f"w must be one nonempty string (the table shows one), got shape "
+                         f"{tuple(states.shape)}")
     k, m = decoder.transitions.shape[1], states.shape[1]
     tokens = [*_as_symbols(w, k)[0].tolist(), len(decoder.tokens) - 1,
               *(k + q for q in states[0, :-1].tolist())]

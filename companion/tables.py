@@ -19,7 +19,8 @@ def activation_table(model, w, stage: str) -> pd.DataFrame:
         raise TypeError(f"stage must be a str such as 'a0' or 'c1', got {type(stage).__name__}")
     strings = as_strings(w)
     if strings.shape[0] != 1:
-        raise ValueError(f"table shows one string, got a batch of {strings.shape[0]}")
+        raise ValueError(f"w must be one string (the table shows one), got a batch of "
+                         f"{strings.shape[0]}")
     depth = len(model.layers)
     kind, layer = stage[:1], stage[1:]
     if kind not in ("a", "c") or not (layer.isascii() and layer.isdigit()) or not (

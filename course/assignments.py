@@ -32,6 +32,8 @@ hands out variants of the exercises that the public book does not answer
 
 import argparse
 import csv
+import math
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -60,10 +62,10 @@ def written_points(notebook: nbformat.NotebookNode) -> dict[str, float]:
 def _points(notebook, key: str) -> dict[str, float]:
     points = notebook.metadata.get(key, {})
     if not isinstance(points, dict) or not all(
-            isinstance(p, int | float) and not isinstance(p, bool) and p > 0
+            isinstance(p, int | float) and not isinstance(p, bool) and 0 < p < math.inf
             for p in points.values()):
-        raise ValueError(f"notebook metadata {key!r} must map labels to positive points, "
-                         f"got {points!r}")
+        raise ValueError(f"notebook metadata {key!r} must map labels to positive, finite "
+                         f"points, got {points!r}")
     order = [cell.metadata.get("exercise") for cell in notebook.cells]
     return dict(sorted(points.items(),
                        key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
@@ -270,7 +272,8 @@ def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode
 def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=None,
                    hidden=None) -> list[Path]:
     """Write ``out/student/<name>.ipynb`` and ``out/instructor/<name>.ipynb`` for every
-    notebook with graded exercises; returns the student editions written.
+    notebook with graded exercises; returns the student editions written. ``notebooks`` is a
+    list of paths or one path; a path is a ``str`` or a :class:`~pathlib.Path`.
 
     With a ``course_seed`` the student editions are those of the course's variant of each
     chapter (:mod:`course.variants`; the variants come from the hidden tests' modules in
@@ -284,10 +287,14 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
 
     if roster is not None and course_seed is None:
         raise ValueError("roster: a roster needs a course_seed (--course-seed)")
+    out = as_path(out, "out")
+    if isinstance(notebooks, str | os.PathLike):
+        notebooks = [notebooks]
+    notebooks = [as_path(path, "notebooks") for path in notebooks]
     students = read_roster(roster) if roster is not None else [""]
     written, handed_out = [], []
-    for path in map(Path, notebooks):
-        notebook = nbformat.read(path, as_version=4)
+    for path in notebooks:
+        notebook = read_notebook(path, "notebooks")
         if not exercise_points(notebook):
             continue
         _write(instructor_edition(notebook), out / "instructor" / path.name)
@@ -315,6 +322,25 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
             csv.writer(file).writerows([["student", "chapter", "variant", "exercises"],
                                         *handed_out])
     return written
+
+
+def as_path(value, name: str) -> Path:
+    """``value`` (a ``str`` or a path) as a :class:`~pathlib.Path`; ``name`` names it in the
+    ``TypeError`` for anything else."""
+    if not isinstance(value, str | os.PathLike):
+        raise TypeError(f"{name} must be a path (a str or a pathlib.Path), "
+                        f"got {type(value).__name__}")
+    return Path(value)
+
+
+def read_notebook(path: Path, name: str) -> nbformat.NotebookNode:
+    """The notebook at ``path``, or a ``ValueError`` that names ``name`` and the path."""
+    if not path.is_file():
+        raise ValueError(f"{name}: no such file {path}")
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises several kinds for a file that is no notebook
+        raise ValueError(f"{name}: {path} is not a Jupyter notebook ({error})") from None
 
 
 def _write(notebook, target: Path) -> Path:

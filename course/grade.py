@@ -16,23 +16,37 @@ unless told ``unsafe``, and every row it grades then says so. Exercises marked `
 :mod:`course.assignments`) are graded by hand from the answers :func:`write_written_answers`
 collects, sanitized.
 
+A batch is graded ``jobs`` submissions at a time (:meth:`Grader.grade_batch`), each in a sandbox
+of its own with its own limits (the sandboxes run in worker threads, the values are judged in
+the main thread), and its reports come in the order of the submissions. Beyond one machine,
+each machine grades a *shard* (``--shard k/N``: the k-th of every N submissions, in the order
+given on the command line), and ``merge`` combines the shards' JSON lines into the outputs of
+one run (:func:`merge_shards`). The reference gets at least the default time limits, whatever
+the students' are: it runs once per variant, and if it fails, every submission fails with it.
+
 Command line::
 
     python -m course.grade submissions/*.ipynb --reference instructor/chapter.ipynb \\
         [--hidden DIR] [--seed N] [--timeout 120] [--memory 8] [--processes 512] \\
-        [--max-seconds 1800] [--unsafe] [--json] [--csv grades.csv] [--written written.ipynb] \\
+        [--max-seconds 1800] [--course-seed N [--roster FILE] [--student NAME]] [--unsafe] \\
+        [--jobs N] [--shard K/N] [--json] [--csv grades.csv] [--written written.ipynb] \\
+        [--gradescope results.json]
+    python -m course.grade merge shard-*.json [--json] [--csv grades.csv] \\
         [--gradescope results.json]
 """
 
 import argparse
 import csv
+import hashlib
 import html
 import json
 import random
+import re
 import signal
 import sys
 import threading
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,10 +58,12 @@ from course.assignments import (
     ANSWER,
     CHECK,
     WRITTEN,
+    as_path,
     exercise_points,
     exercise_statements,
     plain_markdown,
     points_text,
+    read_notebook,
     statement_titles,
     tagged,
     written_points,
@@ -65,6 +81,9 @@ from course.sandbox import (
 from course.variants import apply_variants, chapter_variants, read_roster, variant_index
 
 JUDGE_SECONDS = 60  # the longest the grader spends judging one value
+# The least time the reference gets, per cell and in all (the students' defaults): it runs once
+# per variant, and a reference that fails (on a busy machine) fails every submission.
+REFERENCE_TIMEOUT, REFERENCE_MAX_SECONDS = 120, 1800
 UNSAFE = "none (--unsafe): the submission could read and change what the grader can"
 
 
@@ -110,14 +129,28 @@ class Report:
                 "error": self.error, "sandbox": self.sandbox, "variant": self.variant,
                 "exercises": [asdict(s) for s in self.exercises]}
 
+    @classmethod
+    def from_record(cls, record) -> "Report":
+        """The report whose :meth:`record` is ``record`` (read back from JSON); ``ValueError``
+        for anything else."""
+        try:
+            report = cls(record["notebook"], [ExerciseScore(**s) for s in record["exercises"]],
+                         record["error"], record["sandbox"], record["variant"])
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"record: not a report's record ({error!r})") from None
+        texts = [report.notebook, report.error, report.sandbox,
+                 *(t for s in report.exercises for t in (s.label, s.message, s.number))]
+        numbers = [x for s in report.exercises for x in (s.points, s.score)]
+        if not (all(isinstance(t, str) for t in texts)
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers)
+                and (report.variant is None or type(report.variant) is int)):
+            raise ValueError("record: not a report's record (a field has the wrong type)")
+        return report
 
-def _read(path: Path, what: str):
-    if not Path(path).is_file():
-        raise ValueError(f"{what}: no such file {path}")
-    try:
-        return nbformat.read(path, as_version=4)
-    except Exception as error:  # nbformat raises several kinds for a file that is no notebook
-        raise ValueError(f"{what}: {path} is not a Jupyter notebook ({error})") from None
+
+def _read_path(path, what: str) -> nbformat.NotebookNode:
+    """The notebook at ``path`` (a str or a path); ``what`` names it in the error."""
+    return read_notebook(as_path(path, what), what)
 
 
 def _starts_exercise(cell, label: str) -> bool:
@@ -151,6 +184,10 @@ def _shorter(text: str, width: int = 90) -> str:
     return text if len(text) <= width else text[:width - 5] + "[...]"
 
 
+def _raised(ename: str, evalue: str) -> str:
+    return f"it raised {ename}: {evalue}" if evalue else f"it raised {ename}"
+
+
 def _value(outcome: dict, index: int):
     """``(value, "")`` of the test in cell ``index``, or ``(None, why there is none)``."""
     if index not in outcome["cells"]:
@@ -159,7 +196,7 @@ def _value(outcome: dict, index: int):
         ename, evalue = outcome["cells"][index]
         if ename == TIMEOUT:
             return None, f"it {evalue}; does your answer loop forever?"
-        return None, f"it raised {ename}: {evalue}" if evalue else f"it raised {ename}"
+        return None, _raised(ename, evalue)
     try:
         return hidden_tests.value_printed(outcome["printed"].get(index, "")), ""
     except ValueError as error:  # json's errors are ValueErrors too
@@ -208,9 +245,12 @@ class Grader:
     draws their inputs (default: a fresh one, see :attr:`seed`). Every cell is limited to
     ``timeout`` seconds, a whole submission to ``max_seconds``, its memory to ``memory_gb``
     GiB and its processes (threads included) to ``processes``
-    (:func:`course.sandbox.enforced_limits` says which limits hold on this machine). Raises
-    :class:`~course.sandbox.SandboxUnavailable` where the sandbox cannot run, unless
-    ``unsafe``, and ``ValueError`` when a hidden test fails on the reference itself."""
+    (:func:`course.sandbox.enforced_limits` says which limits hold on this machine). The
+    reference gets the memory and processes of a submission, and the larger of the defaults
+    (:data:`REFERENCE_TIMEOUT`, :data:`REFERENCE_MAX_SECONDS`) and ``timeout`` and
+    ``max_seconds`` for its time. Raises :class:`~course.sandbox.SandboxUnavailable` where the
+    sandbox cannot run, unless ``unsafe``, and ``ValueError`` when a hidden test fails on the
+    reference itself."""
 
     def __init__(self, reference, hidden=None, seed: int | None = None, timeout: float = 120,
                  memory_gb: float = 8, max_seconds: float = 1800, processes: int = 512,
@@ -228,7 +268,7 @@ class Grader:
                 f"the grader runs submissions only in its sandbox, and here {why}; to grade "
                 "without it (a submission could then read the answers and change the grader's "
                 "files), pass --unsafe")
-        self.reference = _read(reference, "reference")
+        self.reference = _read_path(reference, "reference")
         if "course_variant" in self.reference.metadata:
             raise ValueError(f"reference: {reference} is the edition of one variant; give the "
                              "plain instructor edition, from which every variant is made")
@@ -248,8 +288,11 @@ class Grader:
         self.roster = read_roster(roster) if roster is not None else None
         self.limits = {"timeout": timeout, "memory_gb": memory_gb, "max_seconds": max_seconds,
                        "processes": processes, "unsafe": unsafe}
+        self.reference_limits = {**self.limits, "timeout": max(timeout, REFERENCE_TIMEOUT),
+                                 "max_seconds": max(max_seconds, REFERENCE_MAX_SECONDS)}
         self.sandbox = UNSAFE if unsafe else "bubblewrap"
-        self._variants: dict = {}  # variant index (None: the book's exercises) -> tests, values
+        # variant index (None: the book's exercises) -> (tests, values), or the error it raised
+        self._variants: dict = {}
         if self.roster is None:
             self.variant(None if course_seed is None else variant_index(course_seed,
                                                                         self.chapter))
@@ -257,10 +300,20 @@ class Grader:
     def variant(self, index: int | None) -> tuple[dict, dict]:
         """The hidden tests of variant ``index`` (None: the book's own exercises) and their
         values in its reference, ``({label: [HiddenTest]}, {label: [value]})``, made on first
-        use by running the variant's reference in the sandbox. Raises ``ValueError`` when a
-        test fails on the reference."""
-        if index in self._variants:
-            return self._variants[index]
+        use by running the variant's reference in the sandbox, once: a variant that failed
+        raises its error again. Raises ``ValueError`` when a test fails on the reference,
+        naming the reference's first cell that failed or ran out of time before it."""
+        if index not in self._variants:
+            try:
+                self._variants[index] = self._make_variant(index)
+            except Exception as error:  # noqa: BLE001 - kept, and raised for each submission
+                self._variants[index] = error
+        made = self._variants[index]
+        if isinstance(made, Exception):
+            raise made.with_traceback(None)
+        return made
+
+    def _make_variant(self, index: int | None) -> tuple[dict, dict]:
         variants = ({} if index is None else
                     chapter_variants(self.module.VARIANTS, self.chapter, index))
         reference = apply_variants(self.reference, variants) if variants else self.reference
@@ -269,7 +322,7 @@ class Grader:
         if missing or not all(tests.get(label) for label in self.points):
             raise ValueError(f"hidden: no hidden tests for {sorted(missing) or 'an exercise'}")
         to_run, where = notebook_to_run(reference, tests)
-        outcome = run_sandboxed(to_run, **self.limits)
+        outcome = run_sandboxed(to_run, **self.reference_limits)
         expected = {}
         for label, indices in where.items():
             expected[label] = []
@@ -277,11 +330,35 @@ class Grader:
                 value, why = _value(outcome, cell)
                 why = why or judged(test, value, value)
                 if why:
-                    raise ValueError(f"hidden: the test {test.expression!r} of {label} fails on "
-                                     f"the reference: {why}")
+                    first = self._reference_failure(reference, to_run, outcome, cell)
+                    raise ValueError(f"hidden: {first + '; then ' if first else ''}the test "
+                                     f"{test.expression!r} of {label} fails on the reference: "
+                                     f"{why}")
                 expected[label].append(value)
-        self._variants[index] = tests, expected
         return tests, expected
+
+    def _reference_failure(self, reference, to_run, outcome, before: int) -> str:
+        """What went wrong first in the reference's own cells before cell ``before`` of
+        ``to_run`` (the notebook :func:`notebook_to_run` made of ``reference``): its first cell
+        that raised or ran out of time, named by its place in ``reference`` (counted from 1),
+        its exercise and its first line; or else how its run stopped; "" where nothing did."""
+        places = iter(i for i, cell in enumerate(reference.cells)
+                      if CHECK not in cell.metadata.get("tags", []))  # the cells kept, in order
+        for index, cell in enumerate(to_run.cells[:before]):
+            if cell.metadata.get(HIDDEN_TEST):
+                continue
+            place = next(places)
+            if outcome["cells"].get(index) is None:
+                continue
+            ename, evalue = outcome["cells"][index]
+            label = cell.metadata.get("exercise")
+            first_line = next((line for line in cell.source.splitlines() if line.strip()), "")
+            what = ", ".join(filter(None, [label and numbered(label, self.numbers),
+                                           f"`{_shorter(first_line.strip(), 60)}`"]))
+            why = evalue if ename == TIMEOUT else _raised(ename, evalue)
+            return (f"reference cell {place + 1} of {len(reference.cells)} ({what}) failed "
+                    f"first: {why}")
+        return f"the reference's run stopped early ({outcome['note']})" if outcome["note"] else ""
 
     def variant_of(self, notebook, student: str | None = None) -> int | None:
         """The variant a submission is graded against: none without a course seed, the
@@ -301,14 +378,25 @@ class Grader:
     def grade(self, notebook, student: str | None = None) -> list[ExerciseScore]:
         """The scores of the submitted notebook at path ``notebook``, one per exercise, against
         its variant (:meth:`variant_of`)."""
-        submission = _read(notebook, "notebook")
+        return self._judge(*self._run(notebook, student))
+
+    def _run(self, notebook, student: str | None, stop: threading.Event | None = None) -> tuple:
+        """Run the submission at path ``notebook`` in its sandbox (ended when ``stop`` is set);
+        what :meth:`_judge` needs. Safe in a worker thread once its variant is made
+        (:meth:`variant`)."""
+        submission = _read_path(notebook, "notebook")
         index = self.variant_of(notebook, student)
         if index is None and "course_variant" in submission.metadata:
             raise ValueError("notebook: it is an edition of a graded variant; grade it with the "
                              "course's --course-seed")
         tests, expected_values = self.variant(index)
         to_run, where = notebook_to_run(submission, tests)
-        outcome = run_sandboxed(to_run, **self.limits)
+        outcome = run_sandboxed(to_run, **self.limits, stop=stop)
+        return tests, expected_values, to_run, where, outcome
+
+    def _judge(self, tests, expected_values, to_run, where, outcome) -> list[ExerciseScore]:
+        """Score a run of :meth:`_run` (in the main thread, where each judgement is bounded in
+        time)."""
         scores = []
         for label, points in self.points.items():
             failures = []
@@ -340,21 +428,63 @@ class Grader:
         return ExerciseScore(label, points, points * passed / total,
                              f"{message}; failed: {failures[0]}", self.numbers.get(label, ""))
 
-    def grade_batch(self, notebooks, student: str | None = None):
-        """Grade every notebook in turn, yielding a :class:`Report` as each is done; one that
-        cannot be graded, whatever the reason, gets a report with its ``error`` (and zero for
-        every exercise), and the batch goes on. ``student`` names the student of a batch of
-        one (see :meth:`variant_of`)."""
+    def grade_batch(self, notebooks, student: str | None = None, jobs: int = 1):
+        """Grade every notebook, ``jobs`` at a time (each in a sandbox of its own, with its own
+        limits), yielding a :class:`Report` for each in the order of ``notebooks``, as soon as
+        it and those before it are graded. One that cannot be graded, whatever the reason,
+        gets a report with its ``error`` (and zero for every exercise), and the batch goes on.
+        ``student`` names the student of a batch of one (see :meth:`variant_of`).
+
+        The reference of every variant the batch needs runs first; then the sandboxes run in
+        ``jobs`` worker threads (with ``jobs=1``, in the calling thread), and the values are
+        judged in the calling thread, which should be the main thread (:func:`judged`). When
+        the batch is interrupted or closed early, the sandboxes still running end with it."""
+        if isinstance(jobs, bool) or not isinstance(jobs, int):
+            raise TypeError(f"jobs must be a whole number, got {jobs!r}")
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {jobs}")
+        notebooks = list(notebooks)
         for path in notebooks:
+            with suppress(Exception):  # the notebook's report will say why
+                self.variant(self.variant_of(path, student))
+        return self._reports(notebooks, student, jobs)
+
+    def _reports(self, notebooks: list, student: str | None, jobs: int):
+        if jobs == 1:
+            yield from (self._report(path, student, self._attempt(path, student))
+                        for path in notebooks)
+            return
+        pool, stop = ThreadPoolExecutor(jobs, thread_name_prefix="grade"), threading.Event()
+        try:
+            runs = pool.map(self._attempt, notebooks, [student] * len(notebooks),
+                            [stop] * len(notebooks))
+            for path, ran in zip(notebooks, runs, strict=True):
+                yield self._report(path, student, ran)
+        finally:  # interrupted, or closed early: end the sandboxes still running, start none
+            stop.set()
+            pool.shutdown(cancel_futures=True)
+
+    def _attempt(self, notebook, student: str | None, stop: threading.Event | None = None):
+        """:meth:`_run`, or the error it raised."""
+        try:
+            return self._run(notebook, student, stop)
+        except Exception as error:  # noqa: BLE001 - one submission never stops the batch
+            return error
+
+    def _report(self, path, student: str | None, ran) -> Report:
+        """The report of a submission from its run, or from the error its run or judging
+        raised."""
+        if not isinstance(ran, Exception):
             try:
-                yield Report(str(path), self.grade(path, student), sandbox=self.sandbox,
-                             variant=self.variant_of(path, student))
+                return Report(str(path), self._judge(*ran), sandbox=self.sandbox,
+                              variant=self.variant_of(path, student))
             except Exception as error:  # noqa: BLE001 - one submission never stops the batch
-                why = str(error) if isinstance(error, ValueError) else (
-                    f"the grader failed on it ({type(error).__name__}: {error})")
-                zeros = [ExerciseScore(label, p, 0, why, self.numbers.get(label, ""))
-                         for label, p in self.points.items()]
-                yield Report(str(path), zeros, why, self.sandbox)
+                ran = error
+        why = str(ran) if isinstance(ran, ValueError) else (
+            f"the grader failed on it ({type(ran).__name__}: {ran})")
+        zeros = [ExerciseScore(label, p, 0, why, self.numbers.get(label, ""))
+                 for label, p in self.points.items()]
+        return Report(str(path), zeros, why, self.sandbox)
 
 
 def table(scores: list[ExerciseScore]) -> str:
@@ -374,6 +504,7 @@ def write_csv(reports: list[Report], path: Path, written: dict | None = None) ->
     (ex-learn-threshold)"), then the total and the maximum of the autograded ones, and an empty
     column for each written exercise (``{label: points}``) for the instructor to fill in;
     written to a temporary file and renamed, so a reader never sees half a table."""
+    path = Path(path)  # a str too
     names = {s.label: s.name for r in reports for s in r.exercises}
     labels = list(names)
     hand = [f"{names.get(label, label)} (written, of {points:g})"
@@ -395,14 +526,15 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     """Collect the written answers (Markdown cells tagged ``written``) of every submission into
     one notebook for grading by hand, and its HTML beside it (``path`` with ``.html``): for each
     written part, its statement and points, then each submission's answer under its name."""
-    reference_notebook = _read(reference, "reference")
+    path = Path(path)  # a str too
+    reference_notebook = _read_path(reference, "reference")
     numbers = exercise_numbers(reference_notebook, Path(reference).stem)
     statements = exercise_statements(reference_notebook)
     titles = statement_titles(reference_notebook, Path(reference).stem)
     submissions = {}
     for notebook in notebooks:
         try:
-            submissions[str(notebook)] = _read(notebook, "notebook")
+            submissions[str(notebook)] = _read_path(notebook, "notebook")
         except ValueError:
             submissions[str(notebook)] = nbformat.v4.new_notebook()
     cells = [nbformat.v4.new_markdown_cell(f"# Written answers: {Path(reference).stem}")]
@@ -437,7 +569,16 @@ def gradescope_results(report: Report) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    """The command line (see the module's docstring); ``merge`` as the first argument
+    combines shards (:func:`merge_main`)."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv[:1] == ["merge"]:
+        merge_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(
+        prog="python -m course.grade", description=__doc__.split("\n")[0],
+        epilog="python -m course.grade merge SHARD_JSON... combines the shards of a class "
+               "graded with --shard K/N --json into the outputs of one run (merge --help).")
     parser.add_argument("notebooks", nargs="+", type=Path, help="submitted notebooks")
     parser.add_argument("--reference", type=Path, required=True,
                         help="the instructor edition to grade against")
@@ -457,10 +598,20 @@ def main(argv=None) -> None:
     parser.add_argument("--unsafe", action="store_true",
                         help="grade without the sandbox, where bubblewrap cannot run (every row "
                              "then says so)")
+    parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                        help="grade N submissions at a time, each in a sandbox of its own with "
+                             "its own limits (at most the cores, and N x --memory at most the "
+                             "memory); the output is the same, in the same order")
+    parser.add_argument("--shard", type=_shard, metavar="K/N",
+                        help="grade only the K-th of every N submissions, in the order given "
+                             "here (give every shard the same list, in the same order, and "
+                             "--seed), and print them, with --json, for merge")
     parser.add_argument("--json", action="store_true", help="print JSON lines for an LMS")
     parser.add_argument("--csv", type=Path, help="write a submissions x exercises table here")
     parser.add_argument("--written", type=Path,
-                        help="collect the written answers into this notebook (and .html)")
+                        help="collect the written answers into this notebook (and .html); it "
+                             "reads the notebooks, so with --shard it collects those of every "
+                             "shard: give it to one shard (merge has no notebooks, only grades)")
     parser.add_argument("--gradescope", type=Path, metavar="RESULTS_JSON",
                         help="write Gradescope's results.json for the one submission")
     args = parser.parse_args(argv)
@@ -468,30 +619,152 @@ def main(argv=None) -> None:
         parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
     if args.student is not None and len(args.notebooks) != 1:
         parser.error(f"--student names the student of one submission, got {len(args.notebooks)}")
+    if args.shard and args.seed is None:
+        parser.error("--shard needs --seed, the same for every shard, so that all of them draw "
+                     "the same hidden tests")
     try:
         grader = Grader(args.reference, args.hidden, args.seed, args.timeout, args.memory,
                         args.max_seconds, args.processes, args.unsafe, args.course_seed,
                         args.roster)
     except (SandboxUnavailable, ValueError) as error:
         parser.exit(2, f"course.grade: {error}\n")
+    notebooks, shard, which = args.notebooks, None, ""
+    if args.shard:  # the K-th of every N, and where each lies in the whole batch, for merge
+        k, n = args.shard
+        positions = range(k - 1, len(notebooks), n)
+        batch = json.dumps([[str(p) for p in notebooks], grader.seed, grader.course_seed,
+                            grader.chapter, grader.limits])
+        shard = [{"shard": f"{k}/{n}", "position": p, "submissions": len(notebooks),
+                  "batch": hashlib.sha256(batch.encode()).hexdigest()[:16],
+                  "written": grader.written} for p in positions]
+        notebooks, which = [notebooks[p] for p in positions], f" (shard {k}/{n})"
     print(f"hidden tests drawn with --seed {grader.seed}; limits: "
-          f"{enforced_limits(args.memory, args.processes)}", file=sys.stderr)
+          f"{enforced_limits(args.memory, args.processes)}; grading {len(notebooks)} of "
+          f"{len(args.notebooks)} submissions{which}, {args.jobs} at a time", file=sys.stderr)
     if args.written:
         write_written_answers(args.notebooks, args.reference, args.written)
-    reports = []
-    for report in grader.grade_batch(args.notebooks, args.student):
-        reports.append(report)
+    _publish(grader.grade_batch(notebooks, args.student, args.jobs), args, grader.written, shard)
+
+
+def _publish(reports, args, written: dict, shard: list[dict] | None = None) -> None:
+    """Print each of ``reports`` as it comes (a table, or with ``args.json`` a JSON line, with
+    its part of ``shard`` where given) and write ``args.csv`` (with the ``written`` parts'
+    columns) and ``args.gradescope`` anew."""
+    done = []
+    for report in reports:
+        done.append(report)
         if args.csv:
-            write_csv(reports, args.csv, grader.written)  # each time: an interrupt loses none
+            write_csv(done, args.csv, written)  # each time: an interrupt loses none
         if args.gradescope:
             args.gradescope.write_text(json.dumps(gradescope_results(report), indent=1))
         if args.json:
-            print(json.dumps(report.record()), flush=True)
+            record = report.record()
+            if shard is not None:
+                record["shard"] = shard[len(done) - 1]
+            print(json.dumps(record), flush=True)
         else:
             error = f"not graded: {report.error}\n" if report.error else ""
             unsafe = "" if report.sandbox == "bubblewrap" else f"sandbox: {report.sandbox}\n"
             print(f"{report.notebook}\n{unsafe}{error}{table(report.exercises)}\n", flush=True)
 
+
+def _jobs(text: str) -> int:
+    """The value of ``--jobs``: a whole number, at least 1."""
+    if not re.fullmatch(r"\d+", text, re.ASCII) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """The value of ``--shard``: ``K/N``, the K-th of N shards (1 <= K <= N)."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text, re.ASCII)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise argparse.ArgumentTypeError(
+            f"must be K/N, the K-th of N shards, with 1 <= K <= N, got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+SHARD_FIELDS = {"shard", "position", "submissions", "batch", "written"}
+
+
+def merge_shards(paths) -> tuple[list[Report], dict]:
+    """The reports in the shards at ``paths`` (each the JSON lines that ``--shard K/N --json``
+    printed) in the order of one run, and the written parts' points (``{label: points}``).
+    Raises ``ValueError`` naming the file and line that is not a shard's record, a
+    submission graded in two shards or in none (a shard missing, or stopped before its end),
+    and shards of different batches (other submissions or order, seed, reference or limits)."""
+    reports: dict[int, Report] = {}
+    batch, first = None, None
+    for path in map(Path, paths):
+        try:
+            lines = path.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"shards: cannot read {path} ({error})") from None
+        for number, line in enumerate(lines, 1):
+            where = f"shards: {path}, line {number}"
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                raise ValueError(f"{where} is not a JSON line") from None
+            shard = record.pop("shard", None) if isinstance(record, dict) else None
+            if not (isinstance(shard, dict) and set(shard) == SHARD_FIELDS
+                    and type(shard["submissions"]) is int
+                    and type(shard["position"]) is int
+                    and 0 <= shard["position"] < shard["submissions"]
+                    and isinstance(shard["written"], dict)
+                    and all(isinstance(v, int | float) for v in shard["written"].values())):
+                raise ValueError(f"{where} is not a shard's record (what --shard K/N --json "
+                                 "prints)")
+            try:
+                report = Report.from_record(record)
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
+            if batch is None:
+                batch, first = {k: shard[k] for k in ("submissions", "batch", "written")}, path
+            if {k: shard[k] for k in batch} != batch:
+                raise ValueError(f"{where} is of another batch than {first}: grade every shard "
+                                 "with the same command (submissions in the same order, --seed, "
+                                 "reference and limits) but for its --shard")
+            if shard["position"] in reports:
+                raise ValueError(f"{where}: {report.notebook} (submission "
+                                 f"{shard['position'] + 1}) is in two shards")
+            reports[shard["position"]] = report
+    if batch is None:
+        raise ValueError("shards: no records in them")
+    missing = [p + 1 for p in range(batch["submissions"]) if p not in reports]
+    if missing:
+        raise ValueError(f"shards: {len(missing)} of {batch['submissions']} submissions are in "
+                         f"no shard (number {', '.join(map(str, missing[:10]))}"
+                         f"{', ...' if len(missing) > 10 else ''}, counted from 1 in the order "
+                         "given): is a shard missing, or did one stop before its end?")
+    return [reports[p] for p in range(batch["submissions"])], batch["written"]
+
+
+def merge_main(argv: list[str]) -> None:
+    """``python -m course.grade merge`` with the arguments ``argv``: the outputs of one run
+    from the shards' JSON lines."""
+    parser = argparse.ArgumentParser(
+        prog="python -m course.grade merge",
+        description="Combine the shards of a class, each graded with --shard K/N --json, into "
+                    "the outputs of one run: the same table, JSON lines, CSV, in the same "
+                    "order. (The written answers need the notebooks: collect them with "
+                    "--written in one shard.)")
+    parser.add_argument("shards", nargs="+", type=Path, metavar="SHARD_JSON",
+                        help="what a shard printed with --json (JSON lines), any order")
+    parser.add_argument("--json", action="store_true", help="print JSON lines for an LMS")
+    parser.add_argument("--csv", type=Path, help="write a submissions x exercises table here")
+    parser.add_argument("--gradescope", type=Path, metavar="RESULTS_JSON",
+                        help="write Gradescope's results.json for the one submission")
+    args = parser.parse_args(argv)
+    try:
+        reports, written = merge_shards(args.shards)
+    except ValueError as error:
+        parser.exit(2, f"course.grade merge: {error}\n")
+    if args.gradescope and len(reports) != 1:
+        parser.error(f"--gradescope writes one submission's grade, the shards hold {len(reports)}")
+    _publish(reports, args, written)
 
 if __name__ == "__main__":
     main()

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from functools import cache
 from pathlib import Path
@@ -339,11 +340,15 @@ def _prepare_worker(memory_bytes: int, group: Cgroup | None):
     """Run in the sandbox's first process before it starts: join the control group, limit each
     process's address space, and have the system kill it if the grader dies (so a grader
     killed mid-batch leaves nothing running)."""
+    # looked up here, not in the child: a child forked while another of the grader's threads
+    # holds the dynamic loader's lock (dlopen, dlsym) would wait for it forever
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
     def prepare():
         if group is not None:
             group.enter()
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     return prepare
 
 
@@ -382,12 +387,29 @@ def checked_outcome(data: bytes) -> dict:
     return {"cells": cells, "printed": printed, "note": outcome["note"][:MAX_ERROR]}
 
 
+def _wait(worker: subprocess.Popen, seconds: float, stop: threading.Event | None) -> None:
+    """Wait until ``worker`` ends; raise ``subprocess.TimeoutExpired`` after ``seconds``, or as
+    soon as ``stop`` is set."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        step = left if stop is None else min(left, 0.2)  # how long until stop is looked at
+        try:
+            worker.wait(timeout=max(step, 0))
+            return
+        except subprocess.TimeoutExpired:
+            if step >= left or stop.is_set():
+                raise
+
+
 def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float,
-                  processes: int = 512, unsafe: bool = False) -> dict:
+                  processes: int = 512, unsafe: bool = False,
+                  stop: threading.Event | None = None) -> dict:
     """Execute ``notebook`` in the sandbox (see the module's docstring; ``unsafe``: without one,
     in a fresh temporary folder); see :func:`execute` for the result. The worker and everything
-    it started are gone when this returns. Raises :class:`SandboxUnavailable` where bubblewrap
-    cannot run here, unless ``unsafe``."""
+    it started are gone when this returns, at the latest soon after ``stop`` is set (the run of
+    another thread, whose grader was interrupted). Raises :class:`SandboxUnavailable` where
+    bubblewrap cannot run here, unless ``unsafe``."""
     memory_bytes = int(memory_gb * 2**30)
     if not unsafe and (why := sandbox_available()):
         raise SandboxUnavailable(why)
@@ -419,10 +441,12 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
         except OSError:
             pass
         try:
-            worker.wait(timeout=max_seconds)
+            _wait(worker, max_seconds, stop)
             finished, note = True, f"the grader's worker failed (exit status {worker.returncode})"
         except subprocess.TimeoutExpired:
-            finished, note = False, f"the submission ran longer than {max_seconds:g} s in all"
+            finished, note = False, (
+                "the grader stopped it" if stop is not None and stop.is_set()
+                else f"the submission ran longer than {max_seconds:g} s in all")
         finally:
             try:
                 os.killpg(worker.pid, signal.SIGKILL)  # the sandbox's PID namespace goes with it

@@ -16,7 +16,10 @@ each student's edition and :mod:`course.grade` grades each student against their
 without a record of who got what.
 """
 
+import csv
 import hashlib
+import numbers
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -26,6 +29,9 @@ import nbformat
 
 VARIANT_COUNT = 4  # the variants of a chapter that a course draws from
 STUDENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+# First lines that a roster's header may hold, not a student: only "student" is accepted.
+HEADERS = {"student", "students", "name", "names", "student name", "username", "user", "login",
+           "email", "e-mail", "id", "student id", "student_id", "sis id", "sis user id"}
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,10 @@ class Variant:
 def variant_index(course_seed: int, chapter: str, student: str = "") -> int:
     """Which of the chapter's :data:`VARIANT_COUNT` variants the course seed (and the student,
     for a roster) gives: a hash, so the same everywhere."""
-    if isinstance(course_seed, bool) or not isinstance(course_seed, int) or course_seed < 0:
+    if isinstance(course_seed, bool) or not isinstance(course_seed, numbers.Integral) or \
+            course_seed < 0:
         raise ValueError(f"course_seed must be a non-negative integer, got {course_seed!r}")
+    course_seed = int(course_seed)  # a NumPy integer too
     digest = hashlib.sha256(f"{course_seed}/{student}/{chapter}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % VARIANT_COUNT
 
@@ -52,8 +60,11 @@ def chapter_variants(make_variants: dict, chapter: str, index: int) -> dict[str,
     """``{label: Variant}``: variant ``index`` of each exercise of ``chapter``, from its module's
     ``VARIANTS`` (``make_variants``), each drawn with a generator seeded by chapter, label and
     index."""
-    if isinstance(index, bool) or index not in range(VARIANT_COUNT):
+    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+        raise TypeError(f"index must be an int (one of 0..{VARIANT_COUNT - 1}), got {index!r}")
+    if index not in range(VARIANT_COUNT):
         raise ValueError(f"index must be one of 0..{VARIANT_COUNT - 1}, got {index!r}")
+    index = int(index)  # a NumPy integer too; the seed strings below hold "2", never "2.0"
     return {label: make(random.Random(f"{chapter}/{label}/{index}"))
             for label, make in make_variants.items()}
 
@@ -96,12 +107,27 @@ def apply_variants(notebook, variants: dict[str, Variant]) -> nbformat.NotebookN
 
 
 def read_roster(path: Path) -> list[str]:
-    """The students of a roster: one name per line (a CSV's first column; a header ``student``
-    and blank lines are skipped). Names are letters, digits and ``._@+-``, each once."""
+    """The students of a roster (UTF-8, with or without a byte-order mark, as spreadsheets save
+    it): one name per line, or a CSV's first column. A first line ``student`` is a header and
+    is skipped, as are blank lines; a CSV of several columns must start with a header whose
+    first column is ``student``. Names are letters, digits and ``._@+-``, each once."""
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"roster must be a path (a str or a pathlib.Path), "
+                        f"got {type(path).__name__}")
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"roster {path} is not UTF-8 text ({error})") from None
     names = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        name = line.split(",")[0].strip().strip('"')
-        if not name or (number == 1 and name.lower() == "student"):
+    for number, row in enumerate(csv.reader(text.splitlines()), 1):
+        name = row[0].strip() if row else ""
+        if number == 1 and (len(row) > 1 or name.lower() in HEADERS):
+            if name.lower() != "student":
+                raise ValueError(f"roster {path}, line 1: the header must name the first "
+                                 f"column 'student', got {name!r}; a CSV of several columns "
+                                 "must start with that header")
+            continue
+        if not name:
             continue
         if not STUDENT_NAME.fullmatch(name):
             raise ValueError(f"roster {path}, line {number}: {name!r} is not a student name "

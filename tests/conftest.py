@@ -1,11 +1,20 @@
 """Fixtures shared by the tests, and the Hypothesis profiles: ``ci`` (the default: few
 examples, derandomized, no deadline, nothing stored) and ``long`` (chosen with
-``HYPOTHESIS_PROFILE=long``: many random examples)."""
+``HYPOTHESIS_PROFILE=long``: many random examples).
+
+The tests compute on the book's number of threads (one, unless ``COMPANION_THREADS`` says
+otherwise), as the chapters do: ``make test`` runs two pytest workers side by side, and two
+threads each would spin against each other on a two-core machine."""
 
 import os
 
 import pytest
+import torch
 from hypothesis import HealthCheck, settings
+
+from companion.runtime import threads
+
+torch.set_num_threads(threads())
 
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -96,10 +96,23 @@ def test_future_mask_pattern():
     assert torch.equal(future_mask(3, strict=True), expected & ~torch.eye(3, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("n, d, d_k, d_v", [(1, 1, 1, 1), (5, 4, 2, 3), (64, 16, 8, 8)])
+@pytest.mark.parametrize("n, d, d_k, d_v", [(1, 1, 1, 1), (5, 4, 2, 3), (64, 16, 8, 8),
+                                         (8192, 4096, 4096, 2048)])
 def test_flop_count_matches_the_hand_count(n, d, d_k, d_v):
+    """Counted on the meta device: the largest size would take minutes of arithmetic."""
     multiply_adds = n * d * (2 * d_k + d_v) + n * n * d_k + n * n * d_v
     assert attention_flops(n, d, d_k, d_v) == 2 * multiply_adds
+
+
+def test_the_count_on_meta_tensors_is_the_count_on_real_ones():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    X, W = torch.randn(6, 4), torch.randn(4, 3)
+    with FlopCounterMode(display=False) as counter:
+        out, weights = self_attention(X, W, W, W)
+    assert attention_flops(6, 4, 3) == counter.get_total_flops()
+    meta_out, meta_weights = self_attention(X.to("meta"), *(W.to("meta"),) * 3)
+    assert (meta_out.shape, meta_weights.shape) == (out.shape, weights.shape)
 
 
 def test_bad_arguments_are_refused():

@@ -7,6 +7,7 @@ The number of examples comes from the Hypothesis profile chosen in ``conftest.py
 (``HYPOTHESIS_PROFILE=long`` for many more)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from companion import (
     circuits,
     constructions,
     evaluation,
+    exercises,
     fast_attention,
     feedforward,
     languages,
@@ -31,6 +33,8 @@ from companion import (
     recall,
     residual,
     runtime,
+    scratchpad,
+    steps,
     tables,
     torch_export,
     training,
@@ -529,3 +533,297 @@ def test_files_that_hold_something_else_are_refused_naming_the_path(tmp_path):
                        (training.TrainingLog.load, other), (plotting.show_recorded, junk)):
         with pytest.raises(ValueError, match="path"):
             load(path)
+
+
+# --- the bad-input review of 2026-11-27 (its M findings, and its L findings in the new modules) --
+
+
+@pytest.mark.parametrize("language", [
+    lambda w: w.sum(dim=1, keepdim=True) % 2 == 1,  # [B, 1]: it broadcast against [B]
+    lambda w: w.sum() % 2 == 1,  # one verdict for the whole batch
+    lambda w: languages.parity("".join(map(str, w[0].tolist()))),  # a Python bool
+    lambda w: languages.parity(w).double(),  # floats, not a BoolTensor
+], ids=["[B, 1]", "scalar tensor", "bool", "float"])
+def test_check_circuit_family_refuses_a_language_that_is_not_a_bool_tensor_B(language):
+    with pytest.raises((ValueError, TypeError), match=r"language\(w\)"):
+        exercises.check_circuit_family(circuits.parity_tree, language, lengths=range(0, 5),
+                                       sampled_lengths=())
+    assert exercises.check_circuit_family(circuits.parity_tree, languages.parity,
+                                          lengths=range(0, 5), sampled_lengths=())
+
+
+@pytest.mark.parametrize("value", [100.0, 1.3, -0.1, math.nan])
+def test_a_benchmark_refuses_accuracies_outside_0_1(value, tmp_path):
+    accuracy = torch.full((1, 2, 2), 0.5, dtype=torch.float64)
+    accuracy[0, 1, 1] = value
+    fields = ("parity_check", [0], ("standard", "scaled"), [2, 50], 40)
+    with pytest.raises(ValueError, match=r"accuracy: expected fractions in \[0, 1\], got"):
+        length_generalization.Benchmark(*fields, accuracy)
+    length_generalization.Benchmark(*fields, torch.full((1, 2, 2), 0.5,
+                                                        dtype=torch.float64)).save(
+        tmp_path / "b.json")
+    text = (tmp_path / "b.json").read_text()
+    assert text.count("0.5]]]") == 1
+    (tmp_path / "b.json").write_text(text.replace("0.5]]]", f"{value}]]]".replace("nan", "NaN")))
+    with pytest.raises(ValueError, match="accuracy: expected fractions") as refused:
+        length_generalization.load(tmp_path / "b.json")
+    assert str(tmp_path / "b.json") in str(refused.value)
+    with pytest.raises(TypeError, match="accuracy must have a floating-point dtype"):
+        length_generalization.Benchmark(*fields, torch.ones(1, 2, 2, dtype=torch.long))
+
+
+def test_parity_guaranteed_length_runs_at_its_cap_in_little_memory():
+    import tracemalloc  # NumPy reports its arrays to tracemalloc
+
+    tracemalloc.start()
+    try:
+        length = precision.parity_guaranteed_length(torch.float32,
+                                                    up_to=precision.MAX_GUARANTEED_LENGTH)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert length == 914
+    assert peak < 200 * 2**20, f"peak {peak / 2**20:.0f} MiB"  # not 16 GB
+
+
+def _toy_chapter(path):
+    """A notebook with one graded exercise, ``ex-a``, that has a written part."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    answer = new_code_cell("x = 1")
+    answer.metadata.update(tags=["answer"], exercise="ex-a")
+    cells = [new_markdown_cell("```{exercise} A\n:label: ex-a\n\nSay why.\n```"), answer]
+    nbformat.write(new_notebook(cells=cells, metadata={"exercises": {"ex-a": 1},
+                                                       "written": {"ex-a": 1}}), path)
+    return path
+
+
+def test_the_course_toolkit_takes_str_paths(tmp_path, monkeypatch):
+    from course.assignments import write_editions
+    from course.grade import ExerciseScore, Report, write_csv, write_written_answers
+
+    monkeypatch.chdir(tmp_path)
+    _toy_chapter(tmp_path / "toy.ipynb")
+    for notebooks, out in (("toy.ipynb", "one"), (["toy.ipynb"], "list"),
+                           (str(tmp_path / "toy.ipynb"), str(tmp_path / "absolute"))):
+        (student,) = write_editions(notebooks, out)
+        assert student == Path(out) / "student" / "toy.ipynb" and student.is_file()
+        assert (Path(out) / "instructor" / "toy.ipynb").is_file()
+    write_csv([Report("a.ipynb", [ExerciseScore("ex-a", 1, 1, "ok")])], "grades.csv")
+    assert "ex-a" in (tmp_path / "grades.csv").read_text()
+    write_written_answers([student], "toy.ipynb", "written.ipynb")
+    assert (tmp_path / "written.ipynb").is_file() and (tmp_path / "written.html").is_file()
+    with pytest.raises(TypeError, match="out must be a path"):
+        write_editions(["toy.ipynb"], None)
+    with pytest.raises(TypeError, match="notebooks must be a path"):
+        write_editions([None], "out")
+
+
+def test_write_editions_names_a_file_that_is_not_a_notebook(tmp_path):
+    from course.assignments import write_editions
+
+    junk = tmp_path / "junk.ipynb"
+    junk.write_text("{not json")
+    with pytest.raises(ValueError, match="notebooks: .* is not a Jupyter notebook") as refused:
+        write_editions([junk], tmp_path / "out")
+    assert str(junk) in str(refused.value)
+    with pytest.raises(ValueError, match="notebooks: no such file"):
+        write_editions([tmp_path / "missing.ipynb"], tmp_path / "out")
+    import nbformat
+
+    chapter = _toy_chapter(tmp_path / "toy.ipynb")
+    notebook = nbformat.read(chapter, as_version=4)
+    notebook.metadata.exercises = {"ex-a": math.inf}
+    nbformat.write(notebook, chapter)
+    with pytest.raises(ValueError, match="positive, finite points"):
+        write_editions([chapter], tmp_path / "out")
+
+
+def test_compile_dfa_refuses_more_pairs_than_its_ffn_holds_and_works_at_the_cap():
+    with pytest.raises(ValueError, match=r"transitions: .*at most 4096 .*= 4100"):
+        steps.compile_dfa([[0] * 41 for _ in range(100)], 0, [0])
+    with pytest.raises(ValueError, match="transitions"):
+        steps.compile_dfa(*steps.word_problem_dfa(["(01)"] * 6, k=6))  # 720 x 6 = 4320
+    S = k = 64  # 4096 pairs: q -> q + a (mod S)
+    table = [[(q + a) % S for a in range(k)] for q in range(S)]
+    decoder = steps.compile_dfa(table, 0, [0])
+    w = torch.randint(0, k, (2, 5), generator=torch.Generator().manual_seed(0))
+    states, _ = steps.decode(decoder, w)
+    assert torch.equal(states, steps.run_dfa(table, 0, w))
+
+
+@pytest.mark.parametrize("w", ["0١", "０１", "0²", "1٠"])
+def test_steps_reads_only_ascii_digits(w):
+    with pytest.raises(ValueError, match="w must contain only the ASCII digits"):
+        steps.decode(steps.parity_decoder(), w)
+    with pytest.raises(ValueError, match="w must contain only the ASCII digits"):
+        steps.run_dfa([[0, 1], [1, 0]], 0, w)
+
+
+def test_steps_refuses_a_str_for_an_alphabet_beyond_ten_digits():
+    table = [[a % 2 for a in range(12)] for _ in range(2)]  # 12 symbols: '11' is ambiguous
+    with pytest.raises(TypeError, match="w must be a LongTensor"):
+        steps.decode(steps.compile_dfa(table, 0, [1]), "11")
+    assert steps.run_dfa(table, 0, "").shape == (1, 0)
+
+
+@pytest.mark.parametrize("variable, value", [("BOOK_SEED", "١"), ("BOOK_SEED", "０"),
+                                             ("COMPANION_THREADS", "２"),
+                                             ("COMPANION_THREADS", "١")])
+def test_runtime_reads_only_ascii_digits(variable, value, monkeypatch):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=variable):
+        runtime.effective_seed(0) if variable == "BOOK_SEED" else runtime.threads()
+
+
+def test_runtime_still_reads_ascii_integers(monkeypatch):
+    monkeypatch.setenv("BOOK_SEED", "-1")
+    monkeypatch.setenv("COMPANION_THREADS", " 2 ")
+    assert runtime.effective_seed(0) == (-1_000_003) % 2**32 and runtime.threads() == 2
+
+
+def test_scratchpad_decodes_the_empty_string():
+    params = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 1), [0, 1])
+    assert scratchpad.decode(params, "", 1, 1).shape == (2, 1, 0)
+    empty = torch.zeros(2, 3, 0, dtype=torch.long)
+    assert scratchpad.decode(params, empty, 1, 1).shape == (2, 3, 0)
+
+
+def test_chapter_variants_takes_only_an_int_index():
+    from course.hidden import load
+    from course.variants import chapter_variants, variant_index
+
+    make = load("recall").VARIANTS
+    for index in (2.0, 2.5, "2"):
+        with pytest.raises(TypeError, match="index must be an int"):
+            chapter_variants(make, "recall", index)
+    by_int, by_numpy = (chapter_variants(make, "recall", i) for i in (2, np.int64(2)))
+    assert {k: v.name for k, v in by_int.items()} == {k: v.name for k, v in by_numpy.items()}
+    assert variant_index(np.int64(3), "recall", "ann") == variant_index(3, "recall", "ann")
+
+
+def test_read_roster_takes_a_byte_order_mark_and_refuses_other_headers(tmp_path):
+    from course.variants import read_roster
+
+    roster = tmp_path / "roster.csv"
+    roster.write_bytes("student,email\nann,ann@x.org\nbob,bob@x.org\n".encode("utf-8-sig"))
+    assert read_roster(roster) == read_roster(str(roster)) == ["ann", "bob"]
+    roster.write_bytes("ann\nbob\n".encode("utf-8-sig"))
+    assert read_roster(roster) == ["ann", "bob"]
+    for text in ("name,email\nann,ann@x.org\n", "Name\nann\n", "ann,ann@x.org\n"):
+        roster.write_text(text)
+        with pytest.raises(ValueError, match="line 1: the header must name the first column "
+                                             "'student'"):
+            read_roster(roster)
+    roster.write_text('student,email\n"Smith, Ann",ann@x.org\n')
+    with pytest.raises(ValueError, match="'Smith, Ann' is not a student name"):
+        read_roster(roster)
+    with pytest.raises(TypeError, match="roster must be a path"):
+        read_roster(None)
+
+
+def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
+    one = dict(scratchpad.Decoder(4, 1, 2).named_parameters())  # a 2-layer model
+    stacked = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 2), [0, 1])
+    tokens = scratchpad.answer_sequence("01")
+    refusal = r"holds the parameters of layers 0\.\.1 .*but layers = 1"
+    with pytest.raises(ValueError, match="p " + refusal):
+        scratchpad.decoder_logits(one, tokens, 1, 1)
+    with pytest.raises(ValueError, match="p " + refusal):
+        scratchpad.decoder_pass(one, tokens, 1, 1)
+    with pytest.raises(ValueError, match="params " + refusal):
+        scratchpad.decode(stacked, "01", 1, 1)
+    with pytest.raises(ValueError, match="params " + refusal):
+        scratchpad.evaluate(stacked, [0], [2], 2, 1, 1)
+    assert scratchpad.decoder_logits(one, tokens, 1, 2).shape == (1, 3, 2)
+    assert scratchpad.evaluate(stacked, [0], [2], 2, 1, 2).shape == (1, 2, 1)
+    for layers, error in ((0, ValueError), ("2", TypeError)):
+        with pytest.raises(error, match="layers"):
+            scratchpad.parameter_names(layers)
+    classifier = dict(length_generalization.Classifier("parity_check", d=4, heads=2,
+                                                       layers=2).named_parameters())
+    with pytest.raises(ValueError, match="p " + refusal):
+        length_generalization.classifier_logits(classifier, torch.zeros(1, 2, dtype=torch.long),
+                                                1.0, 2, 1, 2)
+
+
+@pytest.mark.parametrize("call", [scratchpad.decoder_logits, scratchpad.decoder_pass])
+def test_scratchpad_decoder_logits_checks_heads_and_tokens(call):
+    p = dict(scratchpad.Decoder(4, 2, 1).named_parameters())
+    tokens = torch.tensor([[2, 0, 1]])
+    for heads, error, message in ((0, ValueError, "heads must be >= 1"),
+                                  (3, ValueError, "heads must divide the model's width d = 4"),
+                                  (2.0, TypeError, "heads must be an int")):
+        with pytest.raises(error, match=message):
+            call(p, tokens, heads, 1)
+    for bad, error in ((torch.tensor([[2, 4]]), ValueError), (torch.tensor([[-1]]), ValueError),
+                       (torch.zeros(1, 0, dtype=torch.long), ValueError),
+                       (tokens.float(), TypeError), (tokens[0], TypeError),
+                       ([[2, 0]], TypeError)):
+        with pytest.raises(error, match="tokens must"):
+            call(p, bad, 2, 1)
+    logits = call(p, tokens, 2, 1)
+    assert (logits if call is scratchpad.decoder_logits else logits[0]).shape == (1, 3, 2)
+    stacked = {name: value.detach().expand(3, *value.shape) for name, value in p.items()}
+    batched = torch.func.vmap(lambda q, t: scratchpad.decoder_logits(q, t, 2, 1))
+    assert batched(stacked, tokens.expand(3, 1, 3)).shape == (3, 1, 3, 2)  # vmap still works
+
+
+def test_alibi_bias_checks_dtype_device_and_its_size():
+    with pytest.raises(TypeError, match="dtype must be a floating-point"):
+        scratchpad.alibi_bias(3, 2, torch.long)
+    with pytest.raises((TypeError, ValueError), match="device"):
+        scratchpad.alibi_bias(3, 2, device="float32")
+    with pytest.raises(TypeError, match="device"):
+        scratchpad.alibi_bias(3, 2, device=0.5)
+    with pytest.raises(ValueError, match="n must be <= 8192, got 30000"):
+        scratchpad.alibi_bias(30000, 2)
+    with pytest.raises(ValueError, match=r"heads \* n \* n must be at most"):
+        scratchpad.alibi_bias(8192, 1000)
+    bias = scratchpad.alibi_bias(3, 2, torch.float64, "cpu")
+    assert bias.dtype == torch.float64 and bias.shape == (2, 3, 3)
+    assert bias[1, 2, 0] == -1.0 and bias[1, 1, 0] == -0.5 and bias[0, 0, 1] == -math.inf
+
+
+def test_word_problem_dfa_needs_generators_and_reads_a_generator_expression():
+    with pytest.raises(ValueError, match="generators must hold at least one permutation"):
+        steps.word_problem_dfa([])
+    with pytest.raises(ValueError, match="generators must hold at least one permutation"):
+        steps.word_problem_dfa(g for g in ())
+    with pytest.raises(TypeError, match="generators must be a list"):
+        steps.word_problem_dfa(5)
+    with pytest.raises(ValueError, match=r"generators: malformed cycle '\(0x\)'"):
+        steps.word_problem_dfa(["(0x)"])
+    listed = steps.word_problem_dfa(["(01)", "(01234)"])
+    assert steps.word_problem_dfa(g for g in ["(01)", "(01234)"]) == listed
+    assert all(len(row) == 2 for row in listed[0])
+
+
+def test_activation_tables_name_the_decoder_and_w():
+    with pytest.raises(TypeError, match="decoder must come from compile_dfa"):
+        steps.activation_table(None, "01", "a0")
+    for w in ("", torch.tensor([[0, 1], [1, 0]])):
+        with pytest.raises(ValueError, match="w must be one nonempty string"):
+            steps.activation_table(steps.parity_decoder(), w, "a0")
+    assert steps.activation_table(steps.parity_decoder(), "01", "a2").shape[1] == 4
+    with pytest.raises(ValueError, match="w must be one string"):
+        tables.activation_table(PARITY, torch.tensor([[0, 1], [1, 0]]), "a0")
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_steps_refuses_a_dtype_it_has_no_precision_for(dtype):
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        steps.exact_length(dtype)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        steps.parity_decoder(dtype)
+    assert steps.exact_length(torch.float32) == 1448
+
+
+@pytest.mark.parametrize("value", ["1025", "100000", str(2**64)])
+def test_companion_threads_has_a_cap(value, monkeypatch):
+    monkeypatch.setenv("COMPANION_THREADS", value)
+    with pytest.raises(ValueError, match="COMPANION_THREADS=.*from 1 to 1024"):
+        runtime.threads()
+    monkeypatch.setenv("COMPANION_THREADS", "1024")
+    assert runtime.threads() == runtime.MAX_THREADS == 1024

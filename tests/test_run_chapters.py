@@ -16,6 +16,8 @@ def notebook(path: Path, *sources: str) -> None:
 
 
 def test_passed_failed_and_stopped_chapters_keep_their_cells(tmp_path):
+    """The limit, 60 s, is reached by the chapter that sleeps and by no other on a machine five
+    times slower (three kernels started side by side take 5 s on a busy two-core one)."""
     book, out = tmp_path / "book", tmp_path / "out"
     book.mkdir()
     notebook(book / "passes.ipynb", "x = 1", "print(x + 1)")
@@ -23,12 +25,12 @@ def test_passed_failed_and_stopped_chapters_keep_their_cells(tmp_path):
     notebook(book / "stops.ipynb", "x = 1", "import time\ntime.sleep(600)", "y = 3")
     run = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(out), "passes", "fails",
-         "stops", "--limit", "20", "--book", str(book)],
-        capture_output=True, text=True, timeout=180)
+         "stops", "--limit", "60", "--book", str(book)],
+        capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stdout + run.stderr  # not every chapter passed
     times = json.loads((out / "times.json").read_text())
     assert {name: (t["outcome"], t["code_cells_run"]) for name, t in times.items()} == {
-        "passes": ("passed", 2), "fails": ("failed", 2), "stops": ("stopped after 20 s", 1)}
+        "passes": ("passed", 2), "fails": ("failed", 2), "stops": ("stopped after 60 s", 1)}
     cells = json.loads((out / "passes.ipynb").read_text())["cells"]
     assert "".join(cells[1]["outputs"][0]["text"]) == "2\n"
     failed = json.loads((out / "fails.ipynb").read_text())["cells"][1]
@@ -38,5 +40,5 @@ def test_passed_failed_and_stopped_chapters_keep_their_cells(tmp_path):
 def test_an_unknown_chapter_is_refused(tmp_path):
     run = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(tmp_path), "nope"],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "nope.ipynb" in run.stderr

@@ -209,7 +209,7 @@ def test_other_bad_arguments_are_refused():
         activation_table(parity_decoder(), "", "a2")
     with pytest.raises(TypeError, match="generators"):
         word_problem_dfa("(01)")
-    with pytest.raises(ValueError, match="word"):
+    with pytest.raises(ValueError, match="generators: cycle"):
         word_problem_dfa(["(05)"])
     with pytest.raises(TypeError, match="dtype"):
         parity_decoder(torch.long)
