@@ -55,14 +55,14 @@ lab: $(READY)
 ## student edition opened in JupyterLab, a chapter run from a fresh venv). Each stage runs on
 ## TEST_JOBS pytest workers (pytest-xdist), each computing on one thread: nbval keeps a notebook
 ## on one worker (loadscope), the slow checks keep the book's build, and JupyterLab, on one
-## worker each (loadgroup). pytest prints the slowest tests.
+## worker each (tests/conftest.py). pytest prints the slowest tests.
 TEST_JOBS ?= 2
 XDIST = -n $(TEST_JOBS) --durations=10
 test: $(COURSE_READY) chromium latex bubblewrap
 	$(BIN)/ruff check companion course tests tools benchmarks
-	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow" $(XDIST) --dist loadgroup
+	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow" $(XDIST)
 	BOOK_SEED=1 BOOK_SCALE=quick $(BIN)/python -m pytest book $(XDIST) --dist loadscope
-	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow $(XDIST) --dist loadgroup
+	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow $(XDIST)
 
 ## chromium: Debian's browser, for the browser check of the built book (installed when missing;
 ## Playwright drives this one and never downloads a browser of its own)

@@ -38,7 +38,8 @@ from companion._checks import check_device, check_dtype, check_int, check_number
 
 U64 = 2.0**-53
 MAX_GUARANTEED_LENGTH = 10**8  # the largest up_to of parity_guaranteed_length
-GUARANTEE_CHUNK = 2**18  # lengths it bounds at once: some 20 float64 arrays, about 40 MB
+GUARANTEE_CHUNK = 2**18
+"""The lengths :func:`parity_guaranteed_length` bounds at once: some 20 float64 arrays, 40 MB."""
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:

@@ -25,7 +25,8 @@ import torch
 from companion._checks import check_device, check_int
 
 SCALES = ("quick", "full")
-MAX_THREADS = 1024  # the most COMPANION_THREADS may ask for
+MAX_THREADS = 1024
+"""The most threads ``COMPANION_THREADS`` may ask for."""
 
 
 def device() -> torch.device:

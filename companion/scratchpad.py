@@ -62,7 +62,8 @@ CONDITIONS = ("answer only", "scratchpad")
 IGNORE = -100
 """The target of a position that is not scored (``F.cross_entropy``'s ``ignore_index``)."""
 SCORE_BUDGET = 2**26  # attention scores, or cached keys and values, held at once in tests
-MAX_BIAS = 2**28  # entries heads * n * n of one alibi_bias (1 GiB in float32)
+MAX_BIAS = 2**28
+"""The most entries ``heads * n * n`` of one :func:`alibi_bias` (1 GiB in float32)."""
 
 
 def running_parities(w) -> torch.Tensor:

@@ -46,7 +46,8 @@ from companion.transformer import MAX_WIDTH, EncoderLayer
 SCALE = 1024.0  # C: the score gap between the retrieved position and any other
 SCORE_BUDGET = 2**22  # attention scores held at once by Decoder.run
 MAX_STATES, MAX_SYMBOLS = 1000, 100  # of a DFA's table
-MAX_PAIRS = MAX_WIDTH  # (state, symbol) pairs of compile_dfa, one FFN unit each
+MAX_PAIRS = MAX_WIDTH
+"""The most (state, symbol) pairs of :func:`compile_dfa`, one FFN unit each."""
 SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
 """The dtypes a decoder computes in, each with the bits of its significand."""
 

@@ -276,6 +276,9 @@ class Grader:
         self.written = written_points(self.reference)
         if not self.points:
             raise ValueError(f"reference: {reference} has no graded exercises in its metadata")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                                 or not 0 <= seed < 2**32):
+            raise ValueError(f"seed must be an integer from 0 to 2**32 - 1 or None, got {seed!r}")
         self.seed = random.SystemRandom().randrange(2**32) if seed is None else seed
         self.chapter = Path(reference).stem
         self.numbers = exercise_numbers(self.reference, self.chapter)

@@ -12,7 +12,8 @@ outcome to a pipe that only it holds. Inside the sandbox
 * there is no network, and the PID, IPC, UTS, user and cgroup namespaces are its own, so no
   process outside is visible; the sandbox dies with the grader (``--die-with-parent``);
 * everything runs as an unprivileged user, with no capabilities, no further user namespaces,
-  and an environment of a few variables (the quick profile, ``BOOK_SCALE=quick``);
+  and an environment of a few variables (the quick profile, ``BOOK_SCALE=quick``, and one
+  thread, ``OMP_NUM_THREADS=1``);
 * the worker makes itself non-dumpable, so the kernel, though it runs as the same user, cannot
   open the worker's file descriptors or memory through ``/proc``; only the worker holds the
   result channel.
@@ -305,9 +306,12 @@ def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
 
 
 def _environment() -> dict[str, str]:
-    """The whole environment of the worker and the kernel: none of the grader's variables."""
+    """The whole environment of the worker and the kernel: none of the grader's variables. A
+    submission computes on one thread (``OMP_NUM_THREADS``), as the book does, so that the
+    submissions graded side by side (``--jobs``) do not spin against each other's threads."""
     return {"HOME": HOME, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-            "BOOK_SCALE": "quick", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
+            "BOOK_SCALE": "quick", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1"}
 
 
 @cache

@@ -16,6 +16,28 @@ from companion.runtime import threads
 
 torch.set_num_threads(threads())
 
+# make test runs the tests on pytest-xdist workers (-n 2). The tests of these modules share a
+# module fixture that costs minutes (the book's build, a JupyterLab server, the toy chapter's
+# recorded runs), so each module goes to one worker whole; any other test goes to whichever
+# worker is free.
+WHOLE_MODULES = {"tests/test_book.py", "tests/test_lab.py", "tests/test_grade_parallel.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler for its default mode (``--dist load``): WHOLE_MODULES whole,
+    every other test alone. (pytest-xdist's own ``loadgroup`` cannot group under pytest 9: it
+    renames a test by a private attribute that pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WholeModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    return WholeModules(config, log)
+
 settings.register_profile("ci", max_examples=8, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=500, deadline=None,

@@ -229,11 +229,6 @@ def test_every_toc_entry_exists():
         assert any((ROOT / f"{entry}{suffix}").exists() for suffix in (".md", ".ipynb")), entry
 
 
-# Under pytest-xdist (make test), the tests that read the build run on one worker, which builds
-# the book once (the fixture is per worker) while the other worker runs other checks.
-ON_THE_BUILDS_WORKER = pytest.mark.xdist_group("built_book")
-
-
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory):
     """Execute every chapter (quick profile) and build the HTML, warnings as errors, then the
@@ -266,7 +261,6 @@ def built_book(tmp_path_factory):
 
 
 @pytest.mark.slow  # executes and builds the whole book
-@ON_THE_BUILDS_WORKER
 def test_book_builds_without_warnings(built_book):
     returncode, log, html = built_book
     assert returncode == 0, log
@@ -274,7 +268,6 @@ def test_book_builds_without_warnings(built_book):
 
 
 @pytest.mark.slow  # needs the executed build
-@ON_THE_BUILDS_WORKER
 def test_a_chapter_page_offers_its_notebook_with_and_without_outputs(built_book):
     """tools/downloads.py: each chapter's download menu links the notebook as executed for the
     page (with its outputs) and as committed (without); every chapter and appendix links the
@@ -342,7 +335,6 @@ UPSTREAM_ACCESSIBILITY = ("aria-required-children", "aria-deprecated-role",
 
 
 @pytest.mark.slow  # opens every page of the built book in headless Chromium
-@ON_THE_BUILDS_WORKER
 def test_every_page_reads_well_in_a_browser(built_book):
     """Every page as a reader's browser shows it, offline, at a desktop's and at a phone's
     width: no console error, every math span typeset, no TeX or MyST left as text, every image
@@ -434,7 +426,6 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
 
 
 @pytest.mark.slow  # needs the executed build and its PDF
-@ON_THE_BUILDS_WORKER
 def test_the_pdf_is_a_book(built_book, tmp_path):
     """The PDF (Jupyter Book's LaTeX route): a title page, the parts and chapters of the table
     of contents in its outline (the bookmarks), every chapter under its part, no page whose
@@ -505,7 +496,6 @@ def latex_numbers(latex: Path) -> tuple[dict[str, str], list[str]]:
 
 
 @pytest.mark.slow  # needs the executed build
-@ON_THE_BUILDS_WORKER
 def test_the_index_lists_concepts_not_the_api(built_book):
     """The general index (HTML and PDF alike, both from the same entries) lists what the
     chapters teach, and none of the companion's modules, classes or functions."""
@@ -519,7 +509,6 @@ def test_the_index_lists_concepts_not_the_api(built_book):
 
 
 @pytest.mark.slow  # needs the executed build and its PDF
-@ON_THE_BUILDS_WORKER
 def test_the_html_and_the_pdf_number_alike(built_book):
     """Every figure, table, theorem-like box and exercise has the same number in the HTML and
     the PDF ("Exercise 7.1", "Proposition 6.1", and the appendices' "Fig. 1"), and the

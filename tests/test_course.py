@@ -307,7 +307,7 @@ def test_processes_a_submission_starts_die_with_its_grading(toy):
 
 def test_a_submission_sees_only_itself_in_the_quick_profile(toy, monkeypatch):
     """No file of the grader's (the checkout, its HOME, the hidden tests), none of its
-    environment variables, no network; the quick profile."""
+    environment variables, no network; the quick profile, on one thread."""
     monkeypatch.setenv("BOOK_SCALE", "full")
     monkeypatch.setenv("GRADER_SECRET", "hunter2")
     looked_at = [ROOT / "book", ROOT / "course", ROOT / "README.md", Path.home() / ".bashrc",
@@ -317,8 +317,9 @@ def test_a_submission_sees_only_itself_in_the_quick_profile(toy, monkeypatch):
             f"seen = [p for p in {list(map(str, looked_at))!r} if os.path.exists(p)]\n"
             "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=2); seen.append('net')\n"
             "except OSError:\n    pass\n"
+            "import torch\n"
             "if not seen and os.environ['BOOK_SCALE'] == 'quick' and "
-            "'GRADER_SECRET' not in os.environ:\n" + "\n".join(
+            "'GRADER_SECRET' not in os.environ and torch.get_num_threads() == 1:\n" + "\n".join(
                 "    " + line for line in DOUBLE.splitlines()))
     grader = Grader(toy["reference"], toy["hidden"], seed=8, timeout=20)
     assert scores_of(grader, submit(toy, "looker", look)) == [2, 0]
@@ -514,7 +515,8 @@ def test_a_large_answer_is_refused_not_timed_out(toy):
 def test_bad_input_is_refused(toy, tmp_path):
     with pytest.raises(ValueError, match="reference"):
         Grader(tmp_path / "missing.ipynb", toy["hidden"])
-    for name, value in (("timeout", 0), ("memory_gb", -1), ("max_seconds", True)):
+    for name, value in (("timeout", 0), ("memory_gb", -1), ("max_seconds", True),
+                        ("seed", -1), ("seed", "abc"), ("seed", 2**32)):
         with pytest.raises(ValueError, match=name):
             Grader(toy["reference"], toy["hidden"], **{name: value})
     with pytest.raises(ValueError, match="no hidden tests"):

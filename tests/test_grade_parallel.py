@@ -22,9 +22,8 @@ __all__ = ["toy"]  # the toy chapter of test_course, a fixture here too
 
 SEED = "11"
 RUNS: dict[str, dict] = {}  # the outcome of each notebook run in these tests, by _key
-# the tests that replay the toy chapter's runs, on one pytest-xdist worker (make test's
-# --dist loadgroup), where the first of them records the runs
-ON_ONE_WORKER = pytest.mark.xdist_group("grade_parallel")
+# the tests here replay the toy chapter's runs, on one pytest-xdist worker (make test's; see
+# conftest.py), where the first of them records the runs
 
 
 def _key(notebook, limits: dict) -> str:
@@ -78,7 +77,6 @@ def refused(capsys, *arguments) -> str:
 # ------------------------------------------------------------------------ a class in parallel
 
 
-@ON_ONE_WORKER
 def test_jobs_2_gives_the_outputs_of_jobs_1(toy, tmp_path, capsys, monkeypatch):
     """Two submissions graded at once, in real sandboxes, give the table, JSON lines, CSV and
     Gradescope file of one at a time, in the order of the submissions."""
@@ -119,7 +117,6 @@ def test_jobs_2_gives_the_outputs_of_jobs_1(toy, tmp_path, capsys, monkeypatch):
     assert results[0] == results[1] and json.loads(results[0])["score"] == 5
 
 
-@ON_ONE_WORKER
 def test_a_batch_closed_early_ends_its_sandboxes(toy, monkeypatch):
     """Stopping after the first report (as an interrupt does) ends the submission still
     running at once, not when its cell runs out of time (120 s)."""
@@ -135,7 +132,6 @@ def test_a_batch_closed_early_ends_its_sandboxes(toy, monkeypatch):
     assert time.monotonic() - start < 60
 
 
-@ON_ONE_WORKER
 def test_shards_merged_give_the_grades_of_one_run(toy, tmp_path, capsys, monkeypatch):
     """A class graded in three shards, merged in any order, gives the JSON lines, CSV and
     table of one run; a shard missing, given twice or of another batch is refused."""
@@ -171,7 +167,6 @@ def test_shards_merged_give_the_grades_of_one_run(toy, tmp_path, capsys, monkeyp
         capsys, "merge", *shards, "--gradescope", tmp_path / "results.json")
 
 
-@ON_ONE_WORKER
 def test_bad_jobs_shard_and_merge_input_is_refused(toy, tmp_path, capsys, monkeypatch):
     notebook = toy["reference"]
     for argument, value in (("--jobs", "0"), ("--jobs", "-2"), ("--jobs", "two"),

@@ -18,8 +18,6 @@ from course.numbers import box_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
-# Under pytest-xdist (make test), one worker serves JupyterLab once for every test here.
-pytestmark = pytest.mark.xdist_group("lab")
 SCREENS = ROOT / "_build" / "lab-screens"
 # A short chapter, run from JupyterLab's Run menu.
 RUN_ALL = "recognizers"
