@@ -188,8 +188,10 @@ def _raised(ename: str, evalue: str) -> str:
     return f"it raised {ename}: {evalue}" if evalue else f"it raised {ename}"
 
 
-def _value(outcome: dict, index: int):
-    """``(value, "")`` of the test in cell ``index``, or ``(None, why there is none)``."""
+def value_of(outcome: dict, index: int):
+    """``(value, "")`` of the hidden test in cell ``index`` of a run (an outcome of
+    :func:`~course.sandbox.run_sandboxed` of a notebook made by :func:`notebook_to_run`), or
+    ``(None, why there is none)``."""
     if index not in outcome["cells"]:
         return None, outcome["note"] or "the test did not run"
     if outcome["cells"][index] is not None:
@@ -330,7 +332,7 @@ class Grader:
         for label, indices in where.items():
             expected[label] = []
             for test, cell in zip(tests[label], indices, strict=True):
-                value, why = _value(outcome, cell)
+                value, why = value_of(outcome, cell)
                 why = why or judged(test, value, value)
                 if why:
                     first = self._reference_failure(reference, to_run, outcome, cell)
@@ -405,7 +407,7 @@ class Grader:
             failures = []
             for test, cell, expected in zip(tests[label], where[label], expected_values[label],
                                             strict=True):
-                value, why = _value(outcome, cell)
+                value, why = value_of(outcome, cell)
                 why = why or judged(test, value, expected)
                 if why:
                     failures.append(f"{_shorter(test.expression)}: {why}")

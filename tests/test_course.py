@@ -38,8 +38,11 @@ from course.grade import (
     Grader,
     Report,
     gradescope_results,
+    judged,
     main,
+    notebook_to_run,
     table,
+    value_of,
     write_csv,
     write_written_answers,
 )
@@ -805,8 +808,11 @@ def test_a_chapter_of_the_book_is_edited_and_graded_by_number(toy, tmp_path, mon
 # making the Grader runs the reference once and judges each hidden test's value against
 # itself, refusing one that fails (Grader.variant): since a chapter prints the same numbers on
 # every run on one machine, grading the reference again would repeat that run and that
-# judgement, so the expensive chapters pay for it once.
+# judgement. The other chapters pay three runs instead of four: one run of the book judges both
+# its own hidden tests and a variant's (test_one_run_of_the_book_...).
 GRADED_AGAIN = {"recognizers", "self_attention", "layer_norm", "circuits"}
+CHEAP = [chapter for chapter in CHAPTERS if chapter.stem in GRADED_AGAIN]
+EXPENSIVE = [chapter for chapter in CHAPTERS if chapter.stem not in GRADED_AGAIN]
 # A chapter's longest cell takes about 90 s on an idle two-core machine (Learning FIRST and
 # PARITY's training); graded here, a cell gets the time nbval gives it (pyproject.toml).
 CELL_SECONDS = 600
@@ -816,39 +822,82 @@ def test_the_chapters_graded_again_are_chapters():
     assert GRADED_AGAIN <= {chapter.stem for chapter in CHAPTERS}
 
 
-@pytest.mark.slow  # runs a whole chapter in a kernel, two or three times
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def _seeds(chapter: Path) -> tuple[int, int]:
+    """The grader's seed and a course seed for ``chapter``, the same on every run."""
+    return (random.Random(chapter.stem).randrange(2**32),
+            random.Random(chapter.stem).randrange(2**16))
+
+
+def _not_answered(scores, chapter: Path) -> bool:
+    return ([s.label for s in scores] == list(exercise_points(nbformat.read(chapter, 4)))
+            and all(s.score == 0 and s.message.startswith("not answered") for s in scores))
+
+
+@pytest.mark.slow  # runs a whole chapter in a kernel three times
+@pytest.mark.parametrize("chapter", CHEAP, ids=lambda p: p.stem)
 def test_the_instructor_edition_scores_full_marks_and_the_student_edition_zero(
         chapter, editions):
     grader = Grader(editions / "instructor" / chapter.name, timeout=CELL_SECONDS,
-                    seed=random.Random(chapter.stem).randrange(2**32))
-    if chapter.stem in GRADED_AGAIN:
-        scores = grader.grade(editions / "instructor" / chapter.name)
-        assert all(s.score == s.points for s in scores), table(scores)
+                    seed=_seeds(chapter)[0])
+    scores = grader.grade(editions / "instructor" / chapter.name)
+    assert all(s.score == s.points for s in scores), table(scores)
     scores = grader.grade(editions / "student" / chapter.name)
-    assert [s.label for s in scores] == list(exercise_points(nbformat.read(chapter, 4)))
-    assert all(s.score == 0 and s.message.startswith("not answered") for s in scores), (
-        table(scores))
+    assert _not_answered(scores, chapter), table(scores)
 
 
-@pytest.mark.slow  # runs a whole chapter in a kernel, two or three times
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.slow  # runs a whole chapter in a kernel three times
+@pytest.mark.parametrize("chapter", CHEAP, ids=lambda p: p.stem)
 def test_the_book_does_not_answer_a_graded_variant(chapter, editions, tmp_path):
     """Graded against a variant (a course seed's), the book's model answers score 0 on every
-    exercise, and the variant's own reference answers full marks (judged when the Grader is
-    made; graded again as a submission for the chapters in GRADED_AGAIN)."""
-    course_seed = random.Random(chapter.stem).randrange(2**16)
+    exercise, and the variant's own reference answers full marks."""
+    seed, course_seed = _seeds(chapter)
     grader = Grader(editions / "instructor" / chapter.name, course_seed=course_seed,
-                    timeout=CELL_SECONDS, seed=random.Random(chapter.stem).randrange(2**32))
-    if chapter.stem in GRADED_AGAIN:
-        variant = apply_variants(nbformat.read(editions / "instructor" / chapter.name, 4),
-                                 chapter_variants(grader.module.VARIANTS, chapter.stem,
-                                                  grader.variant_of(chapter)))
-        nbformat.write(variant, tmp_path / chapter.name)
-        scores = grader.grade(tmp_path / chapter.name)
-        assert all(s.score == s.points for s in scores), table(scores)
+                    timeout=CELL_SECONDS, seed=seed)
+    variant = apply_variants(nbformat.read(editions / "instructor" / chapter.name, 4),
+                             chapter_variants(grader.module.VARIANTS, chapter.stem,
+                                              grader.variant_of(chapter)))
+    nbformat.write(variant, tmp_path / chapter.name)
+    scores = grader.grade(tmp_path / chapter.name)
+    assert all(s.score == s.points for s in scores), table(scores)
     scores = grader.grade(editions / "instructor" / chapter.name)
     assert all(s.score == 0 for s in scores), table(scores)
+
+
+@pytest.mark.slow  # runs a whole chapter in a kernel three times
+@pytest.mark.parametrize("chapter", EXPENSIVE, ids=lambda p: p.stem)
+def test_one_run_of_the_book_judges_its_own_tests_and_a_variants(chapter, editions, tmp_path):
+    """A course's grader runs its variant's reference, judging the variant's hidden tests on
+    it; the variant's student edition scores 0, not answered; and one run of the book's
+    instructor edition, with the hidden tests of its own exercises and the variant's, passes
+    its own (each judged against itself, as the grader judges a reference) and fails every one
+    of the variant's (the book does not answer the variant)."""
+    seed, course_seed = _seeds(chapter)
+    instructor = editions / "instructor" / chapter.name
+    grader = Grader(instructor, course_seed=course_seed, timeout=CELL_SECONDS, seed=seed)
+    index = grader.variant_of(chapter)
+    variant_tests, expected = grader.variant(index)
+    handout = student_edition(apply_variants(
+        nbformat.read(chapter, 4), chapter_variants(grader.module.VARIANTS, chapter.stem, index)),
+        chapter.stem)
+    nbformat.write(handout, tmp_path / chapter.name)
+    scores = grader.grade(tmp_path / chapter.name)
+    assert _not_answered(scores, chapter), table(scores)
+
+    own_tests = grader.module.hidden_tests(random.Random(seed), {})
+    to_run, where = notebook_to_run(
+        nbformat.read(instructor, 4),
+        {label: own_tests[label] + variant_tests[label] for label in grader.points})
+    outcome = run_sandboxed(to_run, **grader.reference_limits)
+    for label, cells in where.items():
+        own = len(own_tests[label])
+        for test, cell in zip(own_tests[label], cells[:own], strict=True):
+            value, why = value_of(outcome, cell)
+            assert not (why or judged(test, value, value)), (label, test.expression, why)
+        for test, cell, value in zip(variant_tests[label], cells[own:], expected[label],
+                                     strict=True):
+            answer, why = value_of(outcome, cell)
+            assert why or judged(test, answer, value), (
+                f"{label}: the book answers the variant's {test.expression}")
 
 
 @pytest.mark.slow  # runs a whole chapter in a kernel
