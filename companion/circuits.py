@@ -44,11 +44,12 @@ class Circuit:
         check_choice(kind, "kind", GATES)
         if kind == "NOT" and len(inputs) != 1:
             raise ValueError(f"a NOT gate has fan-in exactly 1, got {len(inputs)} inputs")
-        inputs = tuple(check_int(node, "every gate input") for node in inputs)
-        for node in inputs:
-            if not 0 <= node < self.n_nodes:
-                raise ValueError(f"gate input {node} is not an existing node "
-                                 f"(0..{self.n_nodes - 1}); a gate may read earlier nodes only")
+        if not all(type(node) is int for node in inputs):  # the check's slow path
+            inputs = tuple(check_int(node, "every gate input") for node in inputs)
+        if inputs and not 0 <= min(inputs) <= max(inputs) < self.n_nodes:
+            node = next(node for node in inputs if not 0 <= node < self.n_nodes)
+            raise ValueError(f"gate input {node} is not an existing node "
+                             f"(0..{self.n_nodes - 1}); a gate may read earlier nodes only")
         if len(set(inputs)) != len(inputs):
             repeated = sorted({node for node in inputs if inputs.count(node) > 1})
             raise ValueError(f"gate inputs {repeated} appear more than once; a circuit is a "

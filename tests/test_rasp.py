@@ -1,0 +1,172 @@
+"""companion.rasp: B-RASP and C-RASP programs, run batched and compiled into circuits, checked
+against plain-Python definitions of their languages on every string up to length 10 and on long
+random strings, and against each other."""
+
+import re
+
+import pytest
+import torch
+
+from companion.languages import all_strings, random_strings
+from companion.rasp import (
+    EXAMPLES,
+    MAX_CIRCUIT_LENGTH,
+    Q,
+    at_j,
+    count,
+    evaluate,
+    is_b_rasp,
+    leftmost,
+    rightmost,
+    run,
+    to_circuit,
+)
+
+
+def _depths(s: str) -> list[int]:
+    """The nesting depth after each symbol, 0 opening and 1 closing."""
+    depth, depths = 0, []
+    for symbol in s:
+        depth += 1 if symbol == "0" else -1
+        depths.append(depth)
+    return depths
+
+
+# Each example's language, written directly on a Python str (nothing of companion.rasp).
+LANGUAGES = {
+    "first": lambda s: s[0] == "1",
+    "ends_in_1": lambda s: s[-1] == "1",
+    "no_10": lambda s: re.fullmatch("0*1*", s) is not None,
+    "no_11": lambda s: "11" not in s,
+    "dyck1_depth2": lambda s: all(0 <= d <= 2 for d in _depths(s)) and _depths(s)[-1] == 0,
+    "majority": lambda s: s.count("1") > s.count("0"),
+    "dyck1": lambda s: min(_depths(s)) >= 0 and _depths(s)[-1] == 0,
+}
+
+
+def _strings(w: torch.Tensor) -> list[str]:
+    return ["".join(map(str, row)) for row in w.tolist()]
+
+
+def _language(name: str, w: torch.Tensor) -> torch.Tensor:
+    return torch.tensor([LANGUAGES[name](s) for s in _strings(w)])
+
+
+def test_every_example_has_its_language():
+    assert set(EXAMPLES) == set(LANGUAGES)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_program_and_circuit_agree_with_the_language_on_every_short_string(name):
+    for m in range(1, 11):
+        w = all_strings(m)
+        expected = _language(name, w)
+        assert torch.equal(run(EXAMPLES[name], w), expected), (name, m)
+        assert torch.equal(to_circuit(EXAMPLES[name], m).evaluate(w), expected), (name, m)
+
+
+def _long_strings(m: int, seed: int) -> torch.Tensor:
+    """Strings of length ``m`` (even) on both sides of every example's language: random ones,
+    0^k 1^(m-k), (01)*, (0011)*, (001011)*, (010)*, and each of those with one bit flipped."""
+    generator = torch.Generator().manual_seed(seed)
+    k = torch.randint(0, m + 1, (8, 1), generator=generator)
+    blocks = [torch.arange(m).expand(8, m) >= k]
+    for pattern in ([0, 1], [0, 0, 1, 1], [0, 0, 1, 0, 1, 1], [0, 1, 0]):
+        blocks.append(torch.tensor(pattern * m)[:m].expand(2, m))
+    members = torch.cat(blocks).long()
+    flipped = members.clone()
+    flipped[torch.arange(len(flipped)), torch.randint(0, m, (len(flipped),),
+                                                      generator=generator)] ^= 1
+    return torch.cat([random_strings(32, m, generator), members, flipped])
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_program_agrees_with_the_language_on_long_strings(name):
+    w = _long_strings(300, seed=0)
+    expected = _language(name, w)
+    assert expected.any() and not expected.all()
+    assert torch.equal(run(EXAMPLES[name], w), expected)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_circuit_agrees_with_the_program_on_strings_of_length_64(name):
+    w = _long_strings(64, seed=1)
+    assert torch.equal(to_circuit(EXAMPLES[name], 64).evaluate(w), run(EXAMPLES[name], w))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_depth_is_fixed_by_the_program_and_b_rasp_needs_no_majority(name):
+    circuits = [to_circuit(EXAMPLES[name], m) for m in (16, 32, 64)]
+    assert len({c.depth for c in circuits}) == 1
+    assert all(c.obeys("AC") == is_b_rasp(EXAMPLES[name]) for c in circuits)
+
+
+def test_an_attention_that_searches_grows_as_the_square_of_the_length():
+    sizes = [to_circuit(EXAMPLES["no_10"], m).size for m in (32, 64)]
+    assert 3.5 < sizes[1] / sizes[0] < 4.5  # fitted exponent between 1.8 and 2.2
+
+
+def test_leftmost_and_rightmost_follow_the_definition():
+    """Every mask, direction, score and value on all strings of length 7, against a loop."""
+    w = all_strings(7)
+    one, zero = Q("1"), Q("0")
+    for mask, allowed in (("all", lambda i, j: True), ("past", lambda i, j: j < i),
+                          ("future", lambda i, j: j > i)):
+        for direction in (leftmost, rightmost):
+            program = direction(mask, at_j(one) & ~one, at_j(zero) | one, zero)
+            got = evaluate(program, w)
+            for b, s in enumerate(_strings(w)):
+                for i in range(7):
+                    found = [j for j in range(7)
+                             if allowed(i, j) and s[j] == "1" and s[i] == "0"]
+                    if found:
+                        j = found[0] if direction is leftmost else found[-1]
+                        expected = s[j] == "0" or s[i] == "1"
+                    else:
+                        expected = s[i] == "0"
+                    assert bool(got[b, i]) == expected, (mask, direction.__name__, s, i)
+
+
+def test_counts_and_their_arithmetic():
+    w = all_strings(6)
+    ones, zeros = evaluate(count(Q("1")), w), evaluate(count(Q("0")), w)
+    prefix = torch.arange(1, 7)
+    assert torch.equal(ones + zeros, prefix.expand_as(ones))
+    assert torch.equal(evaluate(2 * count(Q("1")) - count(Q("0")) + 3, w),
+                       2 * ones - zeros + 3)
+    assert torch.equal(evaluate(count(Q("1")) >= 2, w), ones >= 2)
+    assert torch.equal(evaluate(3 < count(Q("1")), w), ones > 3)
+    assert torch.equal(evaluate(count(Q("1")) - count(Q("1")), w), torch.zeros_like(ones))
+
+
+def test_a_count_with_weights_and_constants_compiles_into_one_majority():
+    program = 3 * count(Q("1")) - 2 * count(Q("0")) + 1 >= count(True)
+    for m in range(1, 9):
+        w = all_strings(m)
+        ones = w.sum(dim=1)
+        assert torch.equal(to_circuit(program, m).evaluate(w), 3 * ones - 2 * (m - ones) + 1 >= m)
+
+
+def test_bad_programs_and_inputs_are_refused():
+    with pytest.raises(ValueError, match="symbol"):
+        Q("2")
+    with pytest.raises(ValueError, match="mask"):
+        leftmost("before", True, True, False)
+    with pytest.raises(ValueError, match="default must be a vector over positions"):
+        leftmost("all", True, True, at_j(Q("1")))
+    with pytest.raises(ValueError, match="program must be a vector over positions"):
+        run(at_j(Q("1")), "01")
+    with pytest.raises(TypeError, match="program must be a Boolean vector"):
+        run(count(Q("1")), "01")
+    with pytest.raises(TypeError, match="compared with < <= > >= only"):
+        count(Q("1")) == count(Q("0"))  # noqa: B015 - the comparison is what is refused
+    with pytest.raises(TypeError, match="no truth value"):
+        Q("1") and Q("0")
+    with pytest.raises(TypeError, match="factor must be an int"):
+        count(Q("1")) * 0.5
+    with pytest.raises(TypeError, match="score must be a Boolean vector"):
+        leftmost("all", 1, True, False)
+    with pytest.raises(ValueError, match="m >= 1"):
+        run(Q("1"), torch.zeros(3, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="m must be <="):
+        to_circuit(Q("1"), MAX_CIRCUIT_LENGTH + 1)
