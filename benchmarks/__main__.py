@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from companion.attention import attention_flops, self_attention
 from companion.constructions import parity_transformer
 from companion.languages import random_strings
+from companion.rasp import EXAMPLES, to_circuit
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
 from companion.runtime import device, set_seed
 from companion.steps import decode, parity_decoder
@@ -200,6 +201,23 @@ def bench_threads_under_load(busy=2):
     torch.set_num_threads(before)
 
 
+def bench_rasp_circuits(batch=1000, lengths=(64, 128, 256)):
+    """Compiling example programs into circuits, and evaluating them batched."""
+    print(f"\nrasp.to_circuit and Circuit.evaluate, {batch} random strings, on the CPU")
+    print(f"{'program':>13} {'m':>5} {'depth':>6} {'gates':>8} {'wires':>9} {'compile s':>10} "
+          f"{'evaluate s':>11} {'gate-strings/s':>15}")
+    for name in ("no_10", "dyck1_depth2", "majority", "dyck1"):
+        for m in lengths:
+            start = time.perf_counter()
+            circuit = to_circuit(EXAMPLES[name], m)
+            compiled = time.perf_counter() - start
+            w = random_strings(batch, m, torch.Generator().manual_seed(0))
+            seconds = time_call(lambda c=circuit, w=w: c.evaluate(w), repeats=3)
+            wires = sum(len(inputs) for _, inputs in circuit.gates)
+            print(f"{name:>13} {m:>5} {circuit.depth:>6} {circuit.size:>8} {wires:>9} "
+                  f"{compiled:>10.2f} {seconds:>11.2f} {circuit.size * batch / seconds:>15.3g}")
+
+
 if __name__ == "__main__":
     bench_parity()
     bench_decoding()
@@ -209,3 +227,4 @@ if __name__ == "__main__":
     bench_recall()
     bench_training()
     bench_threads_under_load()
+    bench_rasp_circuits()

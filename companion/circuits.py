@@ -14,6 +14,7 @@ Depth is the length of the longest path from an input to the output; size is the
 nodes, inputs included ([chiang2024esslli] Example 5.4).
 """
 
+import sys
 from collections.abc import Sequence
 
 import torch
@@ -25,6 +26,8 @@ GATES = ("NOT", "AND", "OR", "MAJORITY")  # the kinds of gate a circuit may use
 MAX_INPUTS = 2**16  # inputs of the families of linear size (parity_tree, majority_...)
 MAX_THRESHOLD_INPUTS = 1024  # parity_threshold's size is quadratic in n
 CLASSES = ("NC", "AC", "TC")
+EVALUATION_CHUNK = 2**22
+"""The 64-bit words :meth:`Circuit.evaluate` gathers at once (32 MB)."""
 
 
 class Circuit:
@@ -107,29 +110,59 @@ class Circuit:
 
     def evaluate(self, bits) -> torch.Tensor:
         """Values of the output for a batch ``bits: [B, n]`` of 0/1 inputs (or one str):
-        ``BoolTensor[B]``. One pass over the gates, each evaluated for the whole batch."""
+        ``BoolTensor[B]``. The batch is packed 64 strings to a word, and the gates evaluated a
+        level at a time (the gates of one depth, kind and fan-in up to a power of two
+        together), each level one gather and a bitwise reduction (a sum, for MAJORITY), in
+        chunks of at most :data:`EVALUATION_CHUNK` words."""
         self._check_output()
         x = as_strings(bits, "bits").bool()
         if x.shape[1] != self.n_inputs:
             raise ValueError(f"bits must have {self.n_inputs} columns (the circuit's inputs), "
                              f"got {x.shape[1]}")
-        values = list(x.T)
-        for kind, inputs in self.gates:
-            if kind == "NOT":
-                values.append(~values[inputs[0]])
-                continue
-            if not inputs:  # constants: AND() = 1, OR() = 0, MAJORITY() = 1
-                values.append(torch.full((x.shape[0],), kind != "OR", device=x.device))
-                continue
-            stacked = torch.stack([values[i] for i in inputs])
-            if kind == "AND":
-                values.append(stacked.all(dim=0))
-            elif kind == "OR":
-                values.append(stacked.any(dim=0))
-            else:
-                values.append(2 * stacked.sum(dim=0) >= len(inputs))
-        result = values[self.output]
+        batch = x.shape[0]
+        # every node's values (a row of words each), then a constant 1 and a constant 0 that
+        # pad the inputs of a gate
+        values = torch.zeros(self.n_nodes + 2, (batch + 63) // 64, dtype=torch.long,
+                             device=x.device)
+        values[:self.n_inputs] = _pack(x.T)
+        values[self.n_nodes] = -1  # every bit set
+        for kind, gates, inputs, fan_in in self._levels(x.device):
+            step = max(1, EVALUATION_CHUNK // (values.shape[1] * max(1, inputs.shape[1])))
+            for start in range(0, len(gates), step):
+                read = values[inputs[start:start + step]]  # [gates, padded fan-in, words]
+                if kind == "MAJORITY":
+                    ones = torch.stack([((read >> k) & 1).sum(dim=1) for k in range(64)], -1)
+                    value = _pack((2 * ones >= fan_in[start:start + step, None, None])
+                                  .flatten(-2))
+                elif kind == "NOT":
+                    value = ~read[:, 0]
+                else:
+                    value = _reduce(read, torch.bitwise_and if kind == "AND"
+                                    else torch.bitwise_or, empty=-1 if kind == "AND" else 0)
+                values[gates[start:start + step]] = value
+        result = _unpack(values[self.output], batch)
         return bool(result[0]) if isinstance(bits, str) else result
+
+    def _levels(self, device) -> list[tuple]:
+        """``(kind, gate nodes, inputs [G, F], fan-ins [G])`` for each group of gates of one
+        depth and kind with fan-in up to one power of two; the inputs are padded with the
+        constant that leaves the gate's value alone (1 for AND, 0 for OR and MAJORITY)."""
+        depths = self.depths()
+        groups: dict[tuple, list[int]] = {}
+        for index, (kind, inputs) in enumerate(self.gates):
+            node = self.n_inputs + index
+            width = 1 << max(len(inputs) - 1, 0).bit_length()
+            groups.setdefault((depths[node], kind, width), []).append(node)
+        levels = []
+        for (_, kind, width), nodes in sorted(groups.items()):
+            pad = self.n_nodes if kind == "AND" else self.n_nodes + 1
+            inputs = [self.gates[node - self.n_inputs][1] for node in nodes]
+            padded = [list(i) + [pad] * (width - len(i)) for i in inputs]
+            levels.append((kind, torch.tensor(nodes, device=device),
+                           torch.tensor(padded, dtype=torch.long, device=device).view(
+                               len(nodes), width),
+                           torch.tensor([len(i) for i in inputs], device=device)))
+        return levels
 
     def depths(self) -> list[int]:
         """Depth of every node: 0 for inputs and constants, else 1 + the deepest input."""
@@ -167,6 +200,40 @@ class Circuit:
         if any(kind == "MAJORITY" for kind, _ in self.gates):
             return False
         return circuit_class == "AC" or all(len(inputs) <= 2 for _, inputs in self.gates)
+
+
+def _pack(bits: torch.Tensor) -> torch.Tensor:
+    """``BoolTensor[..., B]`` as ``LongTensor[..., ceil(B / 64)]``, bit k of word w holding
+    entry ``64 w + k`` (the bits past ``B`` are 0)."""
+    padded = torch.nn.functional.pad(bits.long(), (0, -bits.shape[-1] % 64))
+    words = padded.view(*bits.shape[:-1], padded.shape[-1] // 64, 64) << torch.arange(
+        64, device=bits.device)
+    return words.sum(dim=-1)  # distinct bits: the sum is their OR (bit 63 wraps to the sign)
+
+
+_BYTE_BITS = ((torch.arange(256)[:, None] >> torch.arange(8)) & 1).bool()  # byte -> its bits
+
+
+def _unpack(words: torch.Tensor, batch: int) -> torch.Tensor:
+    """The first ``batch`` bits of ``words: LongTensor[..., W]`` as ``BoolTensor[..., batch]``
+    (a byte at a time, through a table of each byte's bits)."""
+    if sys.byteorder == "little":  # the bytes of a word in memory: bits 0-7 first
+        table = _BYTE_BITS.to(words.device)
+        bits = table[words.contiguous().view(torch.uint8).long()]
+    else:
+        bits = ((words.unsqueeze(-1) >> torch.arange(64, device=words.device)) & 1).bool()
+    return bits.flatten(-2)[..., :batch]
+
+
+def _reduce(read: torch.Tensor, combine, empty: int) -> torch.Tensor:
+    """``read: [G, F, W]`` combined over F (a power of two, or 0) by halving it."""
+    if read.shape[1] == 0:
+        return torch.full((read.shape[0], read.shape[2]), empty, dtype=read.dtype,
+                          device=read.device)
+    while read.shape[1] > 1:
+        half = read.shape[1] // 2
+        read = combine(read[:, :half], read[:, half:])
+    return read[:, 0]
 
 
 # --- Circuit families -------------------------------------------------------------------------

@@ -25,6 +25,8 @@ verdict on a string ``w`` of length ``m >= 1`` is its value at the last position
 
 Three places read the one graph: :func:`run` (and :func:`evaluate`) interpret it on a batch of
 strings, every operation one tensor computation over the batch and the positions;
+:func:`to_transformer` compiles it into a transformer with hand-set weights on named dimensions
+(:func:`listing` prints the program as the papers do, one line per dimension);
 :func:`to_circuit` compiles it, for one length, into a :class:`companion.circuits.Circuit`:
 NOT and unbounded fan-in AND/OR gates for B-RASP, MAJORITY gates too for counts. The circuit's
 depth depends on the program alone and its size grows as ``m**2`` per attention operation, the
@@ -38,9 +40,13 @@ from dataclasses import dataclass
 
 import torch
 
-from companion._checks import check_choice, check_int
+from companion._checks import check_choice, check_dtype, check_int
+from companion.attention import future_mask, self_attention
 from companion.circuits import Circuit
+from companion.feedforward import feed_forward
 from companion.languages import as_strings
+from companion.layernorm import layer_norm
+from companion.layout import Layout
 
 SYMBOLS = ("0", "1")
 MASKS = ("all", "past", "future")  # j anywhere; j < i; j > i (both strict, as in the paper)
@@ -462,6 +468,372 @@ def to_circuit(program, m: int) -> Circuit:
     m = check_int(m, "m", minimum=1, maximum=MAX_CIRCUIT_LENGTH)
     compiler = _CircuitCompiler(m)
     return compiler.circuit.set_output(compiler.at(program, m - 1))
+
+
+# --- Names and listings ----------------------------------------------------------------------
+
+
+def _named(program: Bool) -> dict[int, str]:
+    """The nodes that get a name (and a line of the listing, and a dimension of the compiled
+    transformer's residual stream), by ``id``: the symbol tests ``Q_a``, each attention and
+    comparison ``P1, P2, ...``, each vector a count reads that is none of these, and the
+    program itself, ``Y`` (unless it is a symbol test)."""
+    names, k = {}, 0
+    counted = {id(v) for node in nodes(program) if isinstance(node, Count) for v, _ in node.terms}
+    for node in nodes(program):
+        if isinstance(node, Count) or node.pairwise:
+            continue
+        if node.op == "Q":
+            names[id(node)] = f"Q_{node.param}"
+        elif node is program:
+            names[id(node)] = "Y"
+        elif node.op in ("leftmost", "rightmost", "atleast0") or id(node) in counted:
+            k += 1
+            names[id(node)] = f"P{k}"
+    return names
+
+
+def _leaves(node: Bool, names: dict, side: str = "i") -> list[tuple[Bool, str]]:
+    """The named vectors an expression reads, with the side each is read at (``"i"``, or
+    ``"j"`` under :func:`at_j`), each once, in order of first appearance."""
+    if id(node) in names:
+        return [(node, side)]
+    if node.op == "const":
+        return []
+    inner = "j" if node.op == "at_j" else side
+    return list(dict.fromkeys(leaf for a in node.args for leaf in _leaves(a, names, inner)))
+
+
+def _truth(node: Bool, names: dict, assignment: dict, side: str = "i") -> bool:
+    """The value of an expression when each named vector it reads has the value
+    ``assignment[(id(vector), side)]``."""
+    if id(node) in names:
+        return assignment[(id(node), side)]
+    if node.op == "const":
+        return node.param
+    if node.op == "at_j":
+        return _truth(node.args[0], names, assignment, "j")
+    values = [_truth(a, names, assignment, side) for a in node.args]
+    return {"not": lambda: not values[0], "and": lambda: all(values),
+            "or": lambda: any(values)}[node.op]()
+
+
+def _text(node: Bool, names: dict, side: str = "i") -> str:
+    if id(node) in names:
+        return f"{names[id(node)]}({side})"
+    if node.op == "const":
+        return "1" if node.param else "0"
+    if node.op == "at_j":
+        return _text(node.args[0], names, "j")
+    parts = [_text(a, names, side) for a in node.args]
+    parts = [f"({p})" if a.op in ("and", "or") and id(a) not in names and a.op != node.op
+             else p for a, p in zip(node.args, parts, strict=True)]
+    if node.op == "not":
+        return f"¬{parts[0]}"
+    return (" ∧ " if node.op == "and" else " ∨ ").join(parts)
+
+
+def _count_text(counted: Count, names: dict) -> str:
+    terms = [(c, f"#[j ≤ i] {_text(v, names, 'j')}") for v, c in counted.terms]
+    text = ""
+    for c, term in terms:
+        sign = " - " if c < 0 else (" + " if text else "")
+        text += sign + (term if abs(c) == 1 else f"{abs(c)}·{term}")
+    if counted.constant or not text:
+        text += (" - " if counted.constant < 0 else (" + " if text else "")) + str(
+            abs(counted.constant))
+    return text
+
+
+def listing(program) -> str:
+    """The program as the papers write it, one named vector per line, the verdict ``Y`` last:
+    ``P1(i) := ◀_j [j < i, Q_1(j)] 1 : 0``, ``P2(i) := #[j ≤ i] Q_1(j) - #[j ≤ i] Q_0(j) - 1
+    ≥ 0``. Each line defines the vector its dimension of :func:`to_transformer`'s residual
+    stream holds."""
+    program = _program(program)
+    names = _named(program)
+    masks = {"all": "", "past": "j < i, ", "future": "j > i, "}
+    lines = []
+    for node in nodes(program):
+        if id(node) not in names or isinstance(node, Count) or node.op == "Q":
+            continue
+        if node.op in ("leftmost", "rightmost"):
+            score, value, default = (_text(a, names) for a in node.args)
+            arrow = "◀" if node.op == "leftmost" else "▶"
+            body = f"{arrow}_j [{masks[node.param]}{score}] {value} : {default}"
+        elif node.op == "atleast0":
+            body = f"{_count_text(node.param, names)} ≥ 0"
+        else:
+            body = _text(node, {k: v for k, v in names.items() if k != id(node)})
+        lines.append(f"{names[id(node)]}(i) := {body}")
+    if program.op == "Q":
+        lines.append(f"Y(i) := {names[id(program)]}(i)")
+    return "\n".join(lines)
+
+
+# --- Compiling a program into a transformer --------------------------------------------------
+
+
+@dataclass
+class Sublayer:
+    """One residual sublayer of a compiled transformer: ``x + f(x)`` with ``f`` one of
+
+    * ``"ffn"``: :func:`~companion.feedforward.feed_forward` with ``W1 [h, d]``, ``b1 [h]``,
+      ``W2 [d, h]`` (column convention);
+    * ``"attention"``: :func:`~companion.attention.self_attention` with ``W_Q, W_K [d, k]``,
+      ``W_V [d, d]`` (row convention), score scale 1, ``kind`` ``"leftmost_hard"``,
+      ``"rightmost_hard"`` (leftmost on the reversed string) or ``"softmax"``, and ``mask``
+      ``"all"``, ``"past"`` (``j < i``), ``"future"`` (``j > i``) or ``"causal"``
+      (``j <= i``); the hard kinds never attend to a BOS position;
+    * ``"norm"``: :func:`~companion.layernorm.layer_norm` at ``eps = 0`` of ``W1 x`` (two
+      entries, ``[y, -y]``, normalized to ``±[1, -1]``), written back by ``W2 [d, 2]``.
+
+    ``name`` says which line of the program's listing it computes."""
+
+    kind: str
+    name: str
+    weights: dict
+    mask: str = "all"
+    attention: str = "softmax"
+
+
+class RaspTransformer:
+    """A transformer compiled from a program by :func:`to_transformer`: an embedding, then a
+    list of :class:`Sublayer`, on a residual stream whose dimensions are named by ``layout``.
+
+    The embedding writes ``Q_0`` or ``Q_1`` (the symbol) and ``string`` (1 at each symbol of
+    the string); a program with counts reads a BOS symbol first, at position 0 (``bos``). Every
+    named vector of :func:`listing` has its dimension, which holds 1 where the vector holds and
+    0 elsewhere (and 0 at BOS)."""
+
+    def __init__(self, layout: Layout, sublayers: list[Sublayer], bos: bool,
+                 dtype=torch.float64):
+        self.layout, self.sublayers, self.bos, self.dtype = layout, sublayers, bos, dtype
+
+    def embed(self, w) -> torch.Tensor:
+        """``[B, n, d]`` for strings ``w: [B, m]`` (``n = m + 1`` with BOS, else ``m``)."""
+        strings = as_strings(w)
+        if strings.shape[1] == 0:
+            raise ValueError("w must hold strings of length m >= 1: the verdict is read at the "
+                             "last symbol")
+        x = torch.zeros(*strings.shape, self.layout.d, dtype=self.dtype, device=strings.device)
+        x[..., self.layout["string"]] = 1
+        x[..., self.layout["Q_0"]] = (strings == 0).to(self.dtype)
+        x[..., self.layout["Q_1"]] = (strings == 1).to(self.dtype)
+        if self.bos:
+            start = torch.zeros(strings.shape[0], 1, self.layout.d, dtype=self.dtype,
+                                device=strings.device)
+            start[..., self.layout["bos"]] = 1
+            x = torch.cat([start, x], dim=1)
+        return x
+
+    def forward(self, w, record: bool = False):
+        """The residual stream ``[B, n, d]`` after the last sublayer; with ``record``, the list
+        of streams after the embedding and after each sublayer."""
+        x = self.embed(w)
+        streams = [x]
+        n = x.shape[1]
+        for sublayer in self.sublayers:
+            W = sublayer.weights
+            if sublayer.kind == "ffn":
+                x = x + feed_forward(x, W["W1"], W["b1"], W["W2"])
+            elif sublayer.kind == "norm":
+                x = x + layer_norm(x @ W["W1"].T, eps=0) @ W["W2"].T
+            else:
+                x = x + self._attend(sublayer, x, n)
+            streams.append(x)
+        return streams if record else x
+
+    def _attend(self, sublayer: Sublayer, x: torch.Tensor, n: int) -> torch.Tensor:
+        W, device = sublayer.weights, x.device
+        mask = {"all": torch.ones(n, n, dtype=torch.bool, device=device),
+                "past": future_mask(n, strict=True, device=device),
+                "future": ~future_mask(n, device=device),
+                "causal": future_mask(n, device=device)}[sublayer.mask]
+        if sublayer.attention == "softmax":
+            return self_attention(x, W["W_Q"], W["W_K"], W["W_V"], mask, "softmax", 1.0)[0]
+        if self.bos:
+            mask = mask & (torch.arange(n, device=device) > 0)  # hard attention skips BOS
+        if sublayer.attention == "leftmost_hard":
+            return self_attention(x, W["W_Q"], W["W_K"], W["W_V"], mask, "leftmost_hard",
+                                  1.0)[0]
+        flipped = self_attention(x.flip(-2), W["W_Q"], W["W_K"], W["W_V"], mask.flip(0, 1),
+                                 "leftmost_hard", 1.0)[0]
+        return flipped.flip(-2)
+
+    def accepts(self, w) -> torch.Tensor | bool:
+        """The verdict on each string of ``w``: dimension ``Y`` at the last position is 1
+        (``BoolTensor[B]``, a ``bool`` for one ``str``)."""
+        verdict = self.forward(w)[:, -1, self.layout["Y"]] > 0.5
+        return bool(verdict[0]) if isinstance(w, str) else verdict
+
+
+class _TransformerCompiler:
+    """Writes the sublayers of one program with named entries, then makes the matrices."""
+
+    def __init__(self, program: Bool):
+        self.names = _named(program)
+        self.bos = not is_b_rasp(program)
+        self.dims = ["string", "Q_0", "Q_1"] + (["bos"] if self.bos else [])
+        # (kind, name, {matrix: {(row, column): value}}[, options of the Sublayer])
+        self.specs: list[tuple] = []
+
+    def dim(self, name: str) -> str:
+        if name not in self.dims:
+            self.dims.append(name)
+        return name
+
+    def one_hot(self, leaves: list, prefix: str) -> tuple[dict, list[tuple[str, list[int]]]]:
+        """Hidden units of an FFN, ``prefix[α]`` = [the leaves hold the bits α] for every α
+        (1 at one α at each symbol, 0 at BOS): ReLU(1 - |α| + sum (2 α_k - 1) x_k). Returns
+        the units' entries of ``W1`` and ``(unit, α)`` for each."""
+        W1, units = {}, []
+        for alpha in range(2 ** len(leaves)):
+            bits = [(alpha >> k) & 1 for k in range(len(leaves))]
+            unit = f"{prefix}[{''.join(map(str, bits)) or '-'}]"
+            W1[(unit, "string")] = 1 - sum(bits)
+            for (leaf, _), bit in zip(leaves, bits, strict=True):
+                W1[(unit, self.names[id(leaf)])] = 2 * bit - 1
+            units.append((unit, bits))
+        return W1, units
+
+    def expression(self, node: Bool, name: str) -> None:
+        """One FFN: the vector ``name`` = the sum of the minterms of ``node`` over its leaves
+        (at most one holds)."""
+        names = {k: v for k, v in self.names.items() if k != id(node)}
+        leaves = _leaves(node, names)
+        hidden, units = self.one_hot(leaves, f"{name}.minterm")
+        W1, W2 = {}, {}
+        for unit, bits in units:
+            if _truth(node, names, {(id(leaf), side): bool(b)
+                                    for (leaf, side), b in zip(leaves, bits, strict=True)}):
+                W1.update({key: v for key, v in hidden.items() if key[0] == unit})
+                W2[(self.dim(name), unit)] = 1
+        self.specs.append(("ffn", name, {"W1": W1, "b1": {}, "W2": W2}))
+
+    def attention(self, node: Bool, name: str) -> None:
+        """Three sublayers. An FFN writes the one-hot ``x[α]`` of the named vectors read at
+        ``i`` and, for each α, the score ``s[α]`` and the value ``v[α]`` that a query with
+        those bits would see at this position as ``j``. A unique-hard attention with scores
+        ``x(i) · s(j)``, 0 or 1, retrieves ``s`` and ``v`` from the leftmost (rightmost) ``j``
+        that scores 1, or from one that scores 0 where none does, or nothing where no ``j`` is
+        allowed. An FFN writes, for the α that holds, the value retrieved where its score is 1
+        and the default elsewhere."""
+        score, value, default = node.args
+        at_i = list(dict.fromkeys(leaf for a in node.args for leaf in _leaves(a, self.names)
+                                  if leaf[1] == "i"))
+        at_j = list(dict.fromkeys(leaf for a in (score, value)
+                                  for leaf in _leaves(a, self.names) if leaf[1] == "j"))
+
+        def holds(predicate, i_bits, j_bits=()):
+            pairs = [*zip(at_i, i_bits, strict=True),
+                     *zip(at_j[:len(j_bits)], j_bits, strict=True)]
+            return _truth(predicate, self.names,
+                          {(id(leaf), side): bool(b) for (leaf, side), b in pairs})
+
+        W1, rows = self.one_hot(at_i, f"{name}.x")
+        more, columns = self.one_hot(at_j, f"{name}.j")
+        W1 |= more
+        W2 = {(self.dim(row), row): 1 for row, _ in rows}
+        for row, i_bits in rows:
+            alpha = row[len(name) + 2:]  # the bits α, as "[01]"
+            for column, j_bits in columns:
+                if holds(score, i_bits, j_bits):
+                    W2[(self.dim(f"{name}.s{alpha}"), column)] = 1
+                if holds(value, i_bits, j_bits):
+                    W2[(self.dim(f"{name}.v{alpha}"), column)] = 1
+        self.specs.append(("ffn", f"{name}: x, s, v", {"W1": W1, "b1": {}, "W2": W2}))
+        alphas = [row[len(name) + 2:] for row, _ in rows]
+        self.specs.append(("attention", f"{name}: attend", {
+            "W_Q": {(f"{name}.x{a}", a): 1 for a in alphas},
+            "W_K": {(f"{name}.s{a}", a): 1 for a in alphas if f"{name}.s{a}" in self.dims},
+            "W_V": {(f"{name}.{kind}{a}", self.dim(f"{name}.got {kind}{a}")): 1
+                    for a in alphas for kind in "sv" if f"{name}.{kind}{a}" in self.dims}},
+            {"mask": node.param, "attention": f"{node.op}_hard"}))
+        W1, b1, W2 = {}, {}, {}
+        for (row, i_bits), a in zip(rows, alphas, strict=True):
+            found, value_there = f"{name}.got s{a}", f"{name}.got v{a}"
+            if value_there in self.dims:  # x[α] AND the score and the value there
+                unit = f"x{a} & s & v"
+                W1 |= {(unit, row): 1, (unit, found): 1, (unit, value_there): 1}
+                b1[unit] = -2
+                W2[(self.dim(name), unit)] = 1
+            if holds(default, i_bits):  # x[α] AND NOT the score there
+                unit = f"x{a} & not s"
+                W1 |= {(unit, row): 1} | ({(unit, found): -1} if found in self.dims else {})
+                W2[(self.dim(name), unit)] = 1
+        self.specs.append(("ffn", name, {"W1": W1, "b1": b1, "W2": W2}))
+
+    def comparison(self, node: Bool, name: str) -> None:
+        """``L >= 0``: ``(L + 1/2) / (t + 1)`` by uniform causal attention (BOS included), its
+        sign by layer normalization, the bit by an FFN."""
+        counted = node.param
+        mean = self.dim(f"{name}.mean")
+        W_V = {(self.names[id(v)], mean): c for v, c in counted.terms}
+        W_V[("bos", mean)] = counted.constant + 0.5
+        self.specs.append(("attention", f"{name}: average",
+                           {"W_Q": {}, "W_K": {}, "W_V": W_V},
+                           {"mask": "causal", "attention": "softmax"}))
+        sign = self.dim(f"{name}.sign")
+        self.specs.append(("norm", f"{name}: sign", {
+            "W1": {("y", mean): 1, ("-y", mean): -1}, "W2": {(sign, "y"): 1}}))
+        self.specs.append(("ffn", name, {
+            "W1": {("bit", sign): 1, ("bit", "string"): 1}, "b1": {"bit": -1},
+            "W2": {(self.dim(name), "bit"): 1}}))
+
+    def compile(self, program: Bool, dtype) -> RaspTransformer:
+        for node in nodes(program):
+            if id(node) not in self.names or isinstance(node, Count) or node.op == "Q":
+                continue
+            name = self.names[id(node)]
+            if node.op in ("leftmost", "rightmost"):
+                self.attention(node, name)
+            elif node.op == "atleast0":
+                self.comparison(node, name)
+            else:
+                self.expression(node, name)
+        if program.op == "Q":  # Y(i) := Q_a(i)
+            self.expression(Bool("and", (program, Bool("const", param=True))), "Y")
+        layout = Layout(*self.dims)
+        return RaspTransformer(layout, [self._sublayer(spec, layout, dtype)
+                                        for spec in self.specs], self.bos, dtype)
+
+    @staticmethod
+    def _sublayer(spec, layout: Layout, dtype) -> Sublayer:
+        kind, name, entries, *options = spec
+        options = options[0] if options else {}
+        if kind == "attention":
+            keys = Layout(*dict.fromkeys(["score"] + [c for _, c in entries["W_Q"]]))
+            weights = {"W_Q": keys.matrix(layout, {(c, r): v for (r, c), v in
+                                                   entries["W_Q"].items()}, dtype).T,
+                       "W_K": keys.matrix(layout, {(c, r): v for (r, c), v in
+                                                   entries["W_K"].items()}, dtype).T,
+                       "W_V": layout.matrix(layout, {(c, r): v for (r, c), v in
+                                                     entries["W_V"].items()}, dtype).T}
+            return Sublayer(kind, name, weights, **options)
+        hidden = Layout(*dict.fromkeys(r for r, _ in entries["W1"]))
+        weights = {"W1": hidden.matrix(layout, entries["W1"], dtype),
+                   "W2": layout.matrix(hidden, entries["W2"], dtype)}
+        if kind == "ffn":
+            weights["b1"] = hidden.vector(entries["b1"], dtype)
+        return Sublayer(kind, name, weights, **options)
+
+
+def to_transformer(program, dtype=torch.float64) -> RaspTransformer:
+    """``program`` compiled into a :class:`RaspTransformer` with hand-set weights, whose
+    :meth:`~RaspTransformer.accepts` gives the program's verdicts.
+
+    Each line of :func:`listing` becomes sublayers: a Boolean expression one FFN (an OR of
+    minterms); an attention operation an FFN (one-hots of the named vectors its score and
+    value read at ``i`` and at ``j``), a unique-hard attention whose scores are 0 or 1 (the
+    score predicate's truth table, a bilinear form of the two one-hots) and an FFN (the
+    value at the chosen ``j``, or the default); a comparison of counts a softmax attention
+    with causal masking, uniform over the BOS position and the string up to ``i`` (the
+    average ``(L + 1/2) / (t + 1)`` of the count ``L`` at the ``t``-th symbol), a layer
+    normalization at ``eps = 0`` (its sign) and an FFN (the bit). B-RASP needs no position
+    encoding and no BOS ([yang2024masked]); counts need the BOS, as in [yang2024counting]."""
+    program = _program(program)
+    return _TransformerCompiler(program).compile(program, check_dtype(dtype))
 
 
 # --- Example programs ------------------------------------------------------------------------

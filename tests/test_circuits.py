@@ -141,3 +141,28 @@ def test_random_split_formula_depth_bounds_and_expected_weight():
         assert abs(weights.mean() - 1.25 * math.comb(leaves + 3, 4)) < error
     with pytest.raises(ValueError, match="leaves"):
         random_split_formula(0)
+
+
+def test_packed_evaluation_agrees_with_gate_by_gate_python():
+    """Random circuits of every gate kind and fan-in 0 to 70 (padded to 128), on 130 strings
+    (two words of 64 and two strings more), against each gate computed in plain Python."""
+    rng = torch.Generator().manual_seed(3)
+    for trial in range(5):
+        circuit = Circuit(12)
+        for _ in range(60):
+            kind = circuits.GATES[int(torch.randint(4, (1,), generator=rng))]
+            fan_in = 1 if kind == "NOT" else int(torch.randint(0, 71, (1,), generator=rng))
+            fan_in = min(fan_in, circuit.n_nodes)
+            inputs = torch.randperm(circuit.n_nodes, generator=rng)[:fan_in].tolist()
+            circuit.gate(kind, *inputs)
+        circuit.set_output(circuit.n_nodes - 1)
+        w = torch.randint(0, 2, (130, 12), generator=rng)
+        expected = []
+        for row in w.tolist():
+            values = [bool(b) for b in row]
+            for kind, inputs in circuit.gates:
+                bits = [values[i] for i in inputs]
+                values.append({"NOT": lambda b: not b[0], "AND": all, "OR": any,
+                               "MAJORITY": lambda b: 2 * sum(b) >= len(b)}[kind](bits))
+            expected.append(values[circuit.output])
+        assert circuit.evaluate(w).tolist() == expected, trial

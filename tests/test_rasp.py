@@ -17,9 +17,11 @@ from companion.rasp import (
     evaluate,
     is_b_rasp,
     leftmost,
+    listing,
     rightmost,
     run,
     to_circuit,
+    to_transformer,
 )
 
 
@@ -57,11 +59,13 @@ def test_every_example_has_its_language():
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_program_and_circuit_agree_with_the_language_on_every_short_string(name):
+def test_program_transformer_and_circuit_agree_with_the_language_on_every_short_string(name):
+    transformer = to_transformer(EXAMPLES[name])
     for m in range(1, 11):
         w = all_strings(m)
         expected = _language(name, w)
         assert torch.equal(run(EXAMPLES[name], w), expected), (name, m)
+        assert torch.equal(transformer.accepts(w), expected), (name, m)
         assert torch.equal(to_circuit(EXAMPLES[name], m).evaluate(w), expected), (name, m)
 
 
@@ -86,6 +90,12 @@ def test_program_agrees_with_the_language_on_long_strings(name):
     expected = _language(name, w)
     assert expected.any() and not expected.all()
     assert torch.equal(run(EXAMPLES[name], w), expected)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_transformer_agrees_with_the_language_on_strings_of_length_100(name):
+    w = _long_strings(100, seed=2)
+    assert torch.equal(to_transformer(EXAMPLES[name]).accepts(w), _language(name, w))
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -170,3 +180,36 @@ def test_bad_programs_and_inputs_are_refused():
         run(Q("1"), torch.zeros(3, 0, dtype=torch.long))
     with pytest.raises(ValueError, match="m must be <="):
         to_circuit(Q("1"), MAX_CIRCUIT_LENGTH + 1)
+    with pytest.raises(ValueError, match="m >= 1"):
+        to_transformer(EXAMPLES["first"]).accepts(torch.zeros(2, 0, dtype=torch.long))
+    with pytest.raises(TypeError, match="dtype"):
+        to_transformer(EXAMPLES["first"], dtype=torch.long)
+
+
+def test_every_named_vector_of_the_listing_is_a_dimension_holding_its_values():
+    """The compiled transformer's residual stream holds, in the dimension of each line of the
+    listing, that vector's values at every symbol (and 0 at BOS)."""
+    program = EXAMPLES["dyck1"]
+    transformer = to_transformer(program)
+    w = all_strings(8)
+    stream = transformer.forward(w)[:, 1:]  # without BOS
+    lines = listing(program).splitlines()
+    assert [line.split("(")[0] for line in lines] == ["P1", "P2", "P3", "P4", "Y"]
+    ones, zeros = w.cumsum(dim=1), (1 - w).cumsum(dim=1)
+    expected = {"P1": ones > zeros, "P3": ones >= zeros, "P4": zeros >= ones}
+    expected["P2"] = expected["P1"].cumsum(dim=1) >= 1
+    for name, values in expected.items():
+        assert torch.equal(stream[..., transformer.layout[name]], values.double()), name
+    assert torch.equal(transformer.forward(w)[:, 0, transformer.layout["P1"]],
+                       torch.zeros(len(w), dtype=torch.float64))
+
+
+def test_a_compiled_count_compares_right_on_long_strings():
+    """Counts of 0s and 1s that differ by one, and tie, at length 1000: the averages differ by
+    1 / 1001, far above float64's rounding."""
+    w = torch.tensor([[0, 1] * 500, [1, 0] * 500, [0, 1] * 499 + [1, 1],
+                      [1] + [0, 1] * 499 + [0]])
+    assert torch.equal(to_transformer(EXAMPLES["majority"]).accepts(w),
+                       torch.tensor([False, False, True, False]))
+    assert torch.equal(to_transformer(EXAMPLES["dyck1"]).accepts(w),
+                       torch.tensor([True, False, False, False]))
