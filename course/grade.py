@@ -45,6 +45,7 @@ import re
 import signal
 import sys
 import threading
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -492,16 +493,32 @@ class Grader:
         return Report(str(path), zeros, why, self.sandbox)
 
 
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal, one line: each control character (an escape
+    sequence's ESC, a carriage return, a newline, ...) and each invisible formatting character
+    (a right-to-left override, ...) written as its Python escape, ``\\x1b``, ``\\u202e``."""
+    return "".join(c if unicodedata.category(c) not in ("Cc", "Cf") or c == "\t"
+                   else c.encode("unicode_escape").decode() for c in text)
+
+
 def table(scores: list[ExerciseScore]) -> str:
-    """A plain-text score table with one row per exercise and the total."""
+    """A plain-text score table with one row per exercise and the total; what a submission
+    wrote (a message) is :func:`printable`."""
     width = max([len(s.name) for s in scores] + [5])
-    rows = [f"{s.name:<{width}}  {s.score:>5.3g} / {s.points:<4g} {s.message}" for s in scores]
+    rows = [f"{s.name:<{width}}  {s.score:>5.3g} / {s.points:<4g} {printable(s.message)}"
+            for s in scores]
     total = sum(s.score for s in scores), sum(s.points for s in scores)
     return "\n".join(rows + [f"{'total':<{width}}  {total[0]:>5.3g} / {total[1]:g}"])
 
 
 def _number(x: float) -> str:
     return format(round(x, 4), "g")
+
+
+def _inert(cell: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula (``=``, ``+``,
+    ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, as OWASP advises."""
+    return f"'{cell}" if cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
 
 
 def write_csv(reports: list[Report], path: Path, written: dict | None = None) -> None:
@@ -521,9 +538,9 @@ def write_csv(reports: list[Report], path: Path, written: dict | None = None) ->
                          "sandbox", "variant"])
         for r in reports:
             scores = {s.label: _number(s.score) for s in r.exercises}
-            writer.writerow([r.notebook, *(scores.get(label, "") for label in labels),
+            writer.writerow([_inert(r.notebook), *(scores.get(label, "") for label in labels),
                              _number(r.score), _number(r.max_score), *([""] * len(hand)),
-                             r.error, r.sandbox, "" if r.variant is None else r.variant])
+                             _inert(r.error), r.sandbox, "" if r.variant is None else r.variant])
     temporary.replace(path)
 
 
@@ -563,14 +580,15 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
 def gradescope_results(report: Report) -> dict:
     """``report`` in the format of Gradescope's ``results.json`` (its autograder specification):
     one test per exercise, named by its number and label (:attr:`ExerciseScore.name`), with its
-    score, points and message; a notebook
+    score, points and message, shown as plain text (:func:`printable`); a notebook
     that could not be graded scores 0 with the reason as the output, and one graded without
     the sandbox says so there. Written parts are left to Gradescope's own grading by hand."""
-    tests = [{"name": s.name, "score": s.score, "max_score": s.points, "output": s.message}
+    tests = [{"name": s.name, "score": s.score, "max_score": s.points,
+              "output": printable(s.message), "output_format": "text"}
              for s in report.exercises]
     unsafe = "" if report.sandbox == "bubblewrap" else f"graded without a sandbox: {report.sandbox}"
-    output = "\n".join(filter(None, [unsafe, report.error]))
-    return {"score": report.score, "output": output, "tests": tests}
+    output = "\n".join(filter(None, [unsafe, printable(report.error)]))
+    return {"score": report.score, "output": output, "output_format": "text", "tests": tests}
 
 
 def main(argv=None) -> None:
@@ -668,9 +686,10 @@ def _publish(reports, args, written: dict, shard: list[dict] | None = None) -> N
                 record["shard"] = shard[len(done) - 1]
             print(json.dumps(record), flush=True)
         else:
-            error = f"not graded: {report.error}\n" if report.error else ""
+            error = f"not graded: {printable(report.error)}\n" if report.error else ""
             unsafe = "" if report.sandbox == "bubblewrap" else f"sandbox: {report.sandbox}\n"
-            print(f"{report.notebook}\n{unsafe}{error}{table(report.exercises)}\n", flush=True)
+            print(f"{printable(report.notebook)}\n{unsafe}{error}{table(report.exercises)}\n",
+                  flush=True)
 
 
 def _jobs(text: str) -> int:

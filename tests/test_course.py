@@ -543,6 +543,27 @@ def test_the_gradescope_export_takes_one_submission(toy, capsys):
     assert "--gradescope grades one submission, got 2" in capsys.readouterr().err
 
 
+def test_what_a_submission_writes_is_shown_as_text(tmp_path):
+    """An error message with terminal escapes cannot hide or forge rows of the table, nor
+    reach Gradescope as HTML; a file name or message that starts like a formula stays text
+    in a spreadsheet."""
+    forged = "\r\x1b[2Kex-a   2 / 2 all passed\x1b[8m\u202e"
+    report = Report('=HYPERLINK("https://evil.example").ipynb', [
+        ExerciseScore("ex-a", 2, 0, f"0 of 3 hidden tests passed; it raised E: {forged}")],
+        error="-1+1 <img src=x onerror=alert(1)>\x1b]52;c;aGk=\x07")
+    text = table(report.exercises)
+    assert len(text.splitlines()) == 2 and "\\x1b[2K" in text and "\\u202e" in text
+    assert not any(c in text for c in "\r\x1b\u202e")
+    write_csv([report], tmp_path / "grades.csv")
+    with (tmp_path / "grades.csv").open() as file:
+        row = dict(zip(*csv.reader(file), strict=True))
+    assert row["notebook"] == "'" + report.notebook and row["error"].startswith("'-1+1")
+    result = gradescope_results(report)
+    assert result["output_format"] == "text" and "\x1b" not in result["output"]
+    assert all(t["output_format"] == "text" and "\x1b" not in t["output"]
+               for t in result["tests"])
+
+
 def test_the_judges_compare_plain_data():
     judge = hidden.close(rtol=1e-6)
     assert judge([1.0, [True, float("nan")]], [1.0 + 1e-9, [True, float("nan")]]) == ""
