@@ -5,5 +5,5 @@ It is not part of :mod:`companion`: the chapters never import it, and its depend
 declared on their own in ``course/requirements.txt``. Run it from the repository's root::
 
     python -m course.assignments book/*.ipynb --out _build/assignments
-    python -m course.grade submissions/*.ipynb --reference INSTRUCTOR.ipynb
+    python -m course.grade --reference INSTRUCTOR.ipynb -- submissions/*.ipynb
 """

@@ -26,11 +26,11 @@ the students' are: it runs once per variant, and if it fails, every submission f
 
 Command line::
 
-    python -m course.grade submissions/*.ipynb --reference instructor/chapter.ipynb \\
+    python -m course.grade --reference instructor/chapter.ipynb \\
         [--hidden DIR] [--seed N] [--timeout 120] [--memory 8] [--processes 512] \\
         [--max-seconds 1800] [--course-seed N [--roster FILE] [--student NAME]] [--unsafe] \\
         [--jobs N] [--shard K/N] [--json] [--csv grades.csv] [--written written.ipynb] \\
-        [--gradescope results.json]
+        [--gradescope results.json] -- submissions/*.ipynb
     python -m course.grade merge shard-*.json [--json] [--csv grades.csv] \\
         [--gradescope results.json]
 """
