@@ -14,7 +14,6 @@ Depth is the length of the longest path from an input to the output; size is the
 nodes, inputs included ([chiang2024esslli] Example 5.4).
 """
 
-import sys
 from collections.abc import Sequence
 
 import torch
@@ -138,7 +137,7 @@ class Circuit:
                     value = ~read[:, 0]
                 else:
                     value = _reduce(read, torch.bitwise_and if kind == "AND"
-                                    else torch.bitwise_or, empty=-1 if kind == "AND" else 0)
+                                    else torch.bitwise_or)
                 values[gates[start:start + step]] = value
         result = _unpack(values[self.output], batch)
         return bool(result[0]) if isinstance(bits, str) else result
@@ -211,25 +210,15 @@ def _pack(bits: torch.Tensor) -> torch.Tensor:
     return words.sum(dim=-1)  # distinct bits: the sum is their OR (bit 63 wraps to the sign)
 
 
-_BYTE_BITS = ((torch.arange(256)[:, None] >> torch.arange(8)) & 1).bool()  # byte -> its bits
-
-
 def _unpack(words: torch.Tensor, batch: int) -> torch.Tensor:
-    """The first ``batch`` bits of ``words: LongTensor[..., W]`` as ``BoolTensor[..., batch]``
-    (a byte at a time, through a table of each byte's bits)."""
-    if sys.byteorder == "little":  # the bytes of a word in memory: bits 0-7 first
-        table = _BYTE_BITS.to(words.device)
-        bits = table[words.contiguous().view(torch.uint8).long()]
-    else:
-        bits = ((words.unsqueeze(-1) >> torch.arange(64, device=words.device)) & 1).bool()
-    return bits.flatten(-2)[..., :batch]
+    """The first ``batch`` bits of ``words: LongTensor[..., W]`` as ``BoolTensor[..., batch]``."""
+    bits = (words.unsqueeze(-1) >> torch.arange(64, device=words.device)) & 1
+    return bits.flatten(-2)[..., :batch].bool()
 
 
-def _reduce(read: torch.Tensor, combine, empty: int) -> torch.Tensor:
-    """``read: [G, F, W]`` combined over F (a power of two, or 0) by halving it."""
-    if read.shape[1] == 0:
-        return torch.full((read.shape[0], read.shape[2]), empty, dtype=read.dtype,
-                          device=read.device)
+def _reduce(read: torch.Tensor, combine) -> torch.Tensor:
+    """``read: [G, F, W]`` combined over F (a power of two; a gate of fan-in 0 is padded to 1)
+    by halving it."""
     while read.shape[1] > 1:
         half = read.shape[1] // 2
         read = combine(read[:, :half], read[:, half:])

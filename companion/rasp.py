@@ -56,8 +56,6 @@ MAX_CIRCUIT_LENGTH = 1024  # to_circuit's m: an attention operation has about m*
 class Node:
     """A node of a program: a Boolean vector (:class:`Bool`) or a count (:class:`Count`)."""
 
-    __slots__ = ()
-
 
 @dataclass(frozen=True, eq=False)
 class Bool(Node):
