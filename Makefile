@@ -50,19 +50,23 @@ lab: $(READY)
 	$(BIN)/jupyter-lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
-## seeds; the slow whole-book checks last (every chapter executed with the book's seed and the
-## HTML built from it and checked in Chromium, each chapter's editions graded, every chapter and
-## student edition opened in JupyterLab, a chapter run from a fresh venv). Each stage runs on
+## seeds, its outputs kept (tools/nbval_outputs.py); the slow whole-book checks last (the HTML
+## and the PDF built from those outputs and checked in Chromium, each chapter's editions graded
+## with the book's seed, every chapter and student edition opened in JupyterLab, a chapter run
+## from a fresh venv). Each stage runs on
 ## TEST_JOBS pytest workers (pytest-xdist), each computing on one thread: nbval keeps a notebook
 ## on one worker (loadscope), the slow checks keep the book's build, and JupyterLab, on one
 ## worker each (tests/conftest.py). pytest prints the slowest tests.
 TEST_JOBS ?= 2
 XDIST = -n $(TEST_JOBS) --durations=10
+EXECUTED = $(CURDIR)/_build/nbval
 test: $(COURSE_READY) chromium latex bubblewrap
 	$(BIN)/ruff check companion course tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow" $(XDIST)
-	BOOK_SEED=1 BOOK_SCALE=quick $(BIN)/python -m pytest book $(XDIST) --dist loadscope
-	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow $(XDIST)
+	rm -rf $(EXECUTED)
+	EXECUTED_NOTEBOOKS=$(EXECUTED) BOOK_SEED=1 BOOK_SCALE=quick \
+		$(BIN)/python -m pytest book $(XDIST) --dist loadscope -p nbval_outputs
+	EXECUTED_NOTEBOOKS=$(EXECUTED) BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow $(XDIST)
 
 ## chromium: Debian's browser, for the browser check of the built book (installed when missing;
 ## Playwright drives this one and never downloads a browser of its own)

@@ -20,6 +20,7 @@ from apidoc import cite_keys  # tools/, on pytest's pythonpath
 from bibstyle import author_year_label
 from book_config import write_config
 from downloads import CHAPTERS, wheel_name
+from executed import into_cache
 from latexbook import OutputTables, bookmark_text
 from pybtex.database import parse_file
 from toc import toc_files
@@ -236,10 +237,14 @@ def built_book(tmp_path_factory):
 
     The notebooks are executed (into a cache of the test's own, so that the PDF reuses them)
     because figure labels, figures and printed results exist only in executed notebooks; a
-    failing cell fails the build. Returns the builds' exit status, their log and the HTML
-    folder."""
+    failing cell fails the build. Where ``EXECUTED_NOTEBOOKS`` names a folder of notebooks
+    that nbval executed (``make test`` sets it: tools/nbval_outputs.py), the build starts
+    from them and executes only a notebook whose code differs. Returns the builds' exit
+    status, their log and the HTML folder."""
     out = tmp_path_factory.mktemp("book")
     config_file = write_config(out / "_config.yml", execute="cache")
+    if os.environ.get("EXECUTED_NOTEBOOKS"):
+        into_cache(Path(os.environ["EXECUTED_NOTEBOOKS"]), out / "_build" / ".jupyter_cache")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     logs = ""
     for builder in ("html", "pdflatex"):

@@ -48,6 +48,7 @@ from course.grade import (
 )
 from course.numbers import chapter_numbers, exercise_numbers
 from course.sandbox import (
+    HIDDEN_TEST,
     MAX_PRINTED,
     MAX_RESULT,
     bwrap_command,
@@ -829,14 +830,15 @@ def test_a_chapter_of_the_book_is_edited_and_graded_by_number(toy, tmp_path, mon
 # making the Grader runs the reference once and judges each hidden test's value against
 # itself, refusing one that fails (Grader.variant): since a chapter prints the same numbers on
 # every run on one machine, grading the reference again would repeat that run and that
-# judgement. The other chapters pay three runs instead of four: one run of the book judges both
-# its own hidden tests and a variant's (test_one_run_of_the_book_...).
+# judgement. The other chapters pay two runs instead of four: one run of the book judges its own
+# hidden tests, with and without the answers, and a variant's (test_one_run_of_the_book_...).
 GRADED_AGAIN = {"recognizers", "self_attention", "layer_norm", "circuits"}
 CHEAP = [chapter for chapter in CHAPTERS if chapter.stem in GRADED_AGAIN]
 EXPENSIVE = [chapter for chapter in CHAPTERS if chapter.stem not in GRADED_AGAIN]
 # A chapter's longest cell takes about 90 s on an idle two-core machine (Learning FIRST and
 # PARITY's training); graded here, a cell gets the time nbval gives it (pyproject.toml).
 CELL_SECONDS = 600
+UNANSWERED = "unanswered_test"  # metadata of a hidden test's copy run before its answer
 
 
 def test_the_chapters_graded_again_are_chapters():
@@ -884,36 +886,43 @@ def test_the_book_does_not_answer_a_graded_variant(chapter, editions, tmp_path):
     assert all(s.score == 0 for s in scores), table(scores)
 
 
-@pytest.mark.slow  # runs a whole chapter in a kernel three times
+@pytest.mark.slow  # runs a whole chapter in a kernel twice
 @pytest.mark.parametrize("chapter", EXPENSIVE, ids=lambda p: p.stem)
-def test_one_run_of_the_book_judges_its_own_tests_and_a_variants(chapter, editions, tmp_path):
+def test_one_run_of_the_book_judges_its_own_tests_and_a_variants(chapter, editions):
     """A course's grader runs its variant's reference, judging the variant's hidden tests on
-    it; the variant's student edition scores 0, not answered; and one run of the book's
-    instructor edition, with the hidden tests of its own exercises and the variant's, passes
-    its own (each judged against itself, as the grader judges a reference) and fails every one
-    of the variant's (the book does not answer the variant)."""
+    it; and one run of the book's instructor edition, carrying the hidden tests of its own
+    exercises and the variant's, passes its own (each judged against itself, as the grader
+    judges a reference), fails every one of the variant's (the book does not answer the
+    variant), and fails its own where they also run just before the exercise's first answer
+    cell: without its answer an exercise scores 0, so a student edition, whose answer cells
+    only raise (test_student_edition_has_no_solutions_and_plain_roles), scores 0 too. (The
+    cheap chapters grade their student edition as a submission.)"""
     seed, course_seed = _seeds(chapter)
     instructor = editions / "instructor" / chapter.name
     grader = Grader(instructor, course_seed=course_seed, timeout=CELL_SECONDS, seed=seed)
-    index = grader.variant_of(chapter)
-    variant_tests, expected = grader.variant(index)
-    handout = student_edition(apply_variants(
-        nbformat.read(chapter, 4), chapter_variants(grader.module.VARIANTS, chapter.stem, index)),
-        chapter.stem)
-    nbformat.write(handout, tmp_path / chapter.name)
-    scores = grader.grade(tmp_path / chapter.name)
-    assert _not_answered(scores, chapter), table(scores)
-
+    variant_tests, expected = grader.variant(grader.variant_of(chapter))
     own_tests = grader.module.hidden_tests(random.Random(seed), {})
-    to_run, where = notebook_to_run(
+    to_run, _ = notebook_to_run(
         nbformat.read(instructor, 4),
         {label: own_tests[label] + variant_tests[label] for label in grader.points})
+    for label in sorted(grader.points, key=lambda label: tagged(to_run, ANSWER, label)[0],
+                        reverse=True):
+        at = tagged(to_run, ANSWER, label)[0]
+        to_run.cells[at:at] = [
+            new_code_cell(test.cell_source(), metadata={HIDDEN_TEST: label, UNANSWERED: True})
+            for test in own_tests[label]]
     outcome = run_sandboxed(to_run, **grader.reference_limits)
-    for label, cells in where.items():
+    for label in grader.points:
+        tests = [(i, c) for i, c in enumerate(to_run.cells) if c.metadata.get(HIDDEN_TEST) == label]
+        cells = [i for i, c in tests if UNANSWERED not in c.metadata]
+        unanswered = [i for i, c in tests if UNANSWERED in c.metadata]
         own = len(own_tests[label])
-        for test, cell in zip(own_tests[label], cells[:own], strict=True):
+        for test, cell, before in zip(own_tests[label], cells[:own], unanswered, strict=True):
             value, why = value_of(outcome, cell)
             assert not (why or judged(test, value, value)), (label, test.expression, why)
+            unanswered_value, unanswered_why = value_of(outcome, before)
+            assert unanswered_why or judged(test, unanswered_value, value), (
+                f"{label}: {test.expression} passes before the answer cell has run")
         for test, cell, value in zip(variant_tests[label], cells[own:], expected[label],
                                      strict=True):
             answer, why = value_of(outcome, cell)

@@ -23,3 +23,17 @@ def from_cache(cache: Path, source: Path):
             nbformat.read(source, as_version=4))[1]
     except KeyError:  # never executed with this code
         return None
+
+
+def into_cache(folder: Path, cache: Path) -> list[str]:
+    """Store every executed notebook in ``folder`` (``*.ipynb``, as ``nbval_outputs`` writes
+    them) in the Jupyter Cache folder ``cache``, where a build finds each by its code, and
+    return their file names. A build of a notebook whose code has changed since finds none."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    stored = []
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        get_cache(cache).cache_notebook_bundle(
+            CacheBundleIn(nbformat.read(path, as_version=4), str(path)), check_validity=False)
+        stored.append(path.name)
+    return stored
