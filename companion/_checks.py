@@ -161,3 +161,31 @@ def check_device(value, name: str = "device") -> torch.device | None:
     if chosen.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{name}={value!r} asks for CUDA, but none is available")
     return chosen
+
+
+MAX_STATES, MAX_SYMBOLS = 1000, 100  # of a DFA's table
+
+
+def check_dfa(transitions, start, accepting):
+    """``(table LongTensor[S, k], start, accepting BoolTensor[S])`` after checking a DFA:
+    ``transitions[state][symbol]`` the next state (states ``0..S-1``, symbols ``0..k-1``),
+    ``start`` a state, ``accepting`` a collection of states."""
+    if not isinstance(transitions, list | tuple) or not transitions:
+        raise TypeError("transitions must be a non-empty list of rows, transitions[state][symbol]")
+    if not all(isinstance(row, list | tuple) for row in transitions):
+        raise TypeError("transitions must be a list of rows (lists of next states)")
+    S, k = len(transitions), len(transitions[0])
+    check_int(S, "len(transitions)", maximum=MAX_STATES)
+    check_int(k, "len(transitions[0]) (the alphabet's size)", minimum=1, maximum=MAX_SYMBOLS)
+    for q, row in enumerate(transitions):
+        if len(row) != k:
+            raise ValueError(f"transitions[{q}] has {len(row)} entries, expected k = {k}")
+        for a, target in enumerate(row):
+            check_int(target, f"transitions[{q}][{a}]", minimum=0, maximum=S - 1)
+    start = check_int(start, "start", minimum=0, maximum=S - 1)
+    if isinstance(accepting, str | bytes) or not hasattr(accepting, "__iter__"):
+        raise TypeError(f"accepting must be a collection of states, got {accepting!r}")
+    final = torch.zeros(S, dtype=torch.bool)
+    for q in accepting:
+        final[check_int(q, "each accepting state", minimum=0, maximum=S - 1)] = True
+    return torch.tensor(transitions, dtype=torch.long), start, final

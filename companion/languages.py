@@ -9,7 +9,7 @@ import itertools
 
 import torch
 
-from companion._checks import check_callable, check_generator, check_int
+from companion._checks import check_callable, check_dfa, check_generator, check_int
 
 MAX_ENUMERATED_LENGTH = 20  # all_strings(20) holds 2**20 strings of 20 symbols: 168 MB
 MAX_FORMULA_LEAVES = 2**16  # constants of a random formula: random_formula(16) has 2**16
@@ -86,6 +86,25 @@ def random_strings(batch: int, m: int, generator: torch.Generator | None = None)
     check_generator(generator)
     where = generator.device if generator is not None else torch.device("cpu")
     return torch.randint(0, 2, (batch, m), generator=generator, device=where)
+
+
+def mixed_strings(m: int, generator=None) -> torch.Tensor:
+    """``LongTensor[64, m]``: strings of length ``m >= 1`` that fall on both sides of many
+    languages at once, where uniformly random strings almost never fall inside one (Dyck-1,
+    ``0*1*``): 32 random strings; 8 of the form ``0^k 1^(m-k)`` with random ``k``; 2 each that
+    repeat ``01``, ``0011``, ``001011`` and ``010`` (cut to length ``m``); and each of these 16
+    with one random bit flipped. ``generator`` (a ``torch.Generator``) makes them
+    reproducible."""
+    m = check_int(m, "m", minimum=1)
+    generator = check_generator(generator)
+    k = torch.randint(0, m + 1, (8, 1), generator=generator)
+    blocks = [torch.arange(m).expand(8, m) >= k]
+    for pattern in ([0, 1], [0, 0, 1, 1], [0, 0, 1, 0, 1, 1], [0, 1, 0]):
+        blocks.append(torch.tensor(pattern * m)[:m].expand(2, m))
+    structured = torch.cat(blocks).long()
+    flipped = structured.clone()
+    flipped[torch.arange(16), torch.randint(0, m, (16,), generator=generator)] ^= 1
+    return torch.cat([random_strings(32, m, generator), structured, flipped])
 
 
 def all_strings(m: int) -> torch.Tensor:
@@ -365,3 +384,54 @@ def derived_series_orders(k: int) -> list[int]:
             return orders
         group = subgroup
         orders.append(len(group))
+
+
+def syntactic_monoid(transitions, start: int, accepting) -> set[tuple[int, ...]]:
+    """The syntactic monoid of the language of a DFA (``transitions[state][symbol]`` the next
+    state, states ``0..S-1``, symbols ``0..k-1``; ``start``; ``accepting`` a collection of
+    states): the transition monoid of its minimal DFA, every map of states to states that some
+    string induces, the empty string's included. Each map is a tuple ``f``, ``f[q]`` the state
+    that the string leads to from ``q`` (states of the minimal DFA, numbered by its
+    construction). The DFA is minimized first (its reachable states, then Moore's refinement),
+    so the monoid depends on the language alone."""
+    table, start, final = check_dfa(transitions, start, accepting)
+    table, final = table.tolist(), final.tolist()
+    reachable, frontier = {start}, [start]
+    while frontier:
+        frontier = [t for q in frontier for t in table[q] if t not in reachable]
+        reachable.update(frontier)
+    states = sorted(reachable)
+    block = {q: int(final[q]) for q in states}  # Moore: split blocks until stable
+    while True:
+        signature = {q: (block[q], *(block[t] for t in table[q])) for q in states}
+        numbers = {sig: n for n, sig in enumerate(dict.fromkeys(signature.values()))}
+        refined = {q: numbers[signature[q]] for q in states}  # numbered 0, 1, ...
+        stable = len(set(refined.values())) == len(set(block.values()))  # nothing split
+        block = refined
+        if stable:
+            break
+    size = len(set(block.values()))
+    letters = [tuple(block[table[q][a]] for q in sorted({block[q]: q for q in states}.values(),
+                                                        key=block.get))
+               for a in range(len(table[0]))]
+    monoid, frontier = {tuple(range(size))}, [tuple(range(size))]
+    while frontier:  # close under appending a letter: f then a
+        frontier = list({tuple(a[q] for q in f) for f in frontier for a in letters} - monoid)
+        monoid.update(frontier)
+    return monoid
+
+
+def is_aperiodic(monoid) -> bool:
+    """Whether every element ``f`` of a finite monoid of maps (tuples, as
+    :func:`syntactic_monoid` gives) has ``f^k = f^(k+1)`` for some ``k``: no power of ``f``
+    cycles with a period above 1. By Schützenberger's theorem, a regular language is
+    star-free exactly when its syntactic monoid is aperiodic ([schutzenberger1965finite];
+    [mcnaughton1971counter])."""
+    for f in monoid:
+        powers, power = [], f
+        while power not in powers:
+            powers.append(power)
+            power = tuple(power[q] for q in f)  # f^(k+1) = f^k then f
+        if power != powers[-1]:  # the powers cycle through more than one map
+            return False
+    return True

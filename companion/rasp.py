@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import torch
 
-from companion._checks import check_choice, check_dtype, check_int
+from companion._checks import check_bool, check_choice, check_dtype, check_int
 from companion.attention import future_mask, self_attention
 from companion.circuits import Circuit
 from companion.feedforward import feed_forward
@@ -246,6 +246,81 @@ def nodes(root: Node) -> list[Node]:
             stack.extend((child, False) for child in reversed(_inputs(node))
                          if id(child) not in seen)
     return order
+
+
+def to_data(program) -> list:
+    """``program`` as plain data (lists, strings, integers, booleans and None), to save it or
+    to send it from one process to another: one entry per node, each after the nodes it reads,
+    the program last. An entry is ``[op, [the indices of the nodes it reads], param]`` (see
+    :class:`Bool` for ``op`` and ``param``; ``"atleast0"`` reads its count); a count is
+    ``["count", [[index, coefficient], ...], constant]``. :func:`from_data` builds it back."""
+    order = nodes(_program(program))
+    index = {id(node): k for k, node in enumerate(order)}
+    data = []
+    for node in order:
+        if isinstance(node, Count):
+            data.append(["count", [[index[id(v)], c] for v, c in node.terms], node.constant])
+        elif node.op == "atleast0":
+            data.append(["atleast0", [index[id(node.param)]], None])
+        else:
+            data.append([node.op, [index[id(a)] for a in node.args], node.param])
+    return data
+
+
+def from_data(data) -> Bool:
+    """The program whose :func:`to_data` is ``data``, built again with this module's own
+    constructors, so that data that no program gives is refused with a ``ValueError`` or
+    ``TypeError`` naming the entry."""
+    if not isinstance(data, list):
+        raise TypeError(f"data must be a list of entries, as to_data gives, got "
+                        f"{type(data).__name__}")
+    if not data:
+        raise ValueError("data must hold at least one entry, the program")
+    built: list[Node] = []
+    for k, entry in enumerate(data):
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                and isinstance(entry[1], list)):
+            raise ValueError(f"data[{k}] must be [op, [indices], param], got {entry!r}")
+        op, reads, param = entry
+
+        def node(ref, k=k):
+            return built[check_int(ref, f"data[{k}]'s index of an earlier entry", minimum=0,
+                                   maximum=k - 1)]
+
+        if op == "count":
+            total = _as_count(param)
+            for pair in reads:
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    raise ValueError(f"data[{k}]: a count's term must be [index, coefficient], "
+                                     f"got {pair!r}")
+                total = total + check_int(pair[1], f"a coefficient in data[{k}]") * count(
+                    node(pair[0]))
+            built.append(total)
+            continue
+        arity = {"Q": 0, "const": 0, "not": 1, "at_j": 1, "atleast0": 1, "and": 2, "or": 2,
+                 "leftmost": 3, "rightmost": 3}
+        if op not in arity or len(reads) != arity[op]:
+            raise ValueError(f"data[{k}] must be an op of {sorted(arity)} or 'count' with its "
+                             f"number of inputs, got {op!r} reading {len(reads)}")
+        args = [node(ref) for ref in reads]
+        if any(isinstance(a, Count) for a in args) != (op == "atleast0"):
+            raise TypeError(f"data[{k}]: {op!r} reads " + (
+                "a count" if op == "atleast0" else "Boolean vectors, not counts"))
+        if op == "Q":
+            built.append(Q(param))
+        elif op == "const":
+            built.append(_as_bool(check_bool(param, f"the constant of data[{k}]"), "param"))
+        elif op == "not":
+            built.append(~_as_bool(args[0], "its input"))
+        elif op in ("and", "or"):
+            built.append(_combine(op, *args))
+        elif op == "at_j":
+            built.append(at_j(args[0]))
+        elif op == "atleast0":
+            built.append(args[0] >= 0)
+        else:
+            built.append(_attention(op, param, *args))
+    return _program(built[-1])
 
 
 # --- Running a program, batched --------------------------------------------------------------

@@ -38,14 +38,13 @@ import math
 import torch
 from torch import nn
 
-from companion._checks import check_bool, check_dtype, check_int, check_tensor
+from companion._checks import check_bool, check_dfa, check_dtype, check_int, check_tensor
 from companion.languages import _as_permutation, _cycles
 from companion.layout import Layout
 from companion.transformer import MAX_WIDTH, EncoderLayer
 
 SCALE = 1024.0  # C: the score gap between the retrieved position and any other
 SCORE_BUDGET = 2**22  # attention scores held at once by Decoder.run
-MAX_STATES, MAX_SYMBOLS = 1000, 100  # of a DFA's table
 MAX_PAIRS = MAX_WIDTH
 """The most (state, symbol) pairs of :func:`compile_dfa`, one FFN unit each."""
 SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
@@ -57,29 +56,6 @@ def _check_float(dtype) -> torch.dtype:
     if check_dtype(dtype) not in SIGNIFICAND_BITS:
         raise ValueError(f"dtype must be one of {list(SIGNIFICAND_BITS)}, got {dtype}")
     return dtype
-
-
-def _check_dfa(transitions, start, accepting):
-    """``(table LongTensor[S, k], start, accepting BoolTensor[S])`` after checking each."""
-    if not isinstance(transitions, list | tuple) or not transitions:
-        raise TypeError("transitions must be a non-empty list of rows, transitions[state][symbol]")
-    if not all(isinstance(row, list | tuple) for row in transitions):
-        raise TypeError("transitions must be a list of rows (lists of next states)")
-    S, k = len(transitions), len(transitions[0])
-    check_int(S, "len(transitions)", maximum=MAX_STATES)
-    check_int(k, "len(transitions[0]) (the alphabet's size)", minimum=1, maximum=MAX_SYMBOLS)
-    for q, row in enumerate(transitions):
-        if len(row) != k:
-            raise ValueError(f"transitions[{q}] has {len(row)} entries, expected k = {k}")
-        for a, target in enumerate(row):
-            check_int(target, f"transitions[{q}][{a}]", minimum=0, maximum=S - 1)
-    start = check_int(start, "start", minimum=0, maximum=S - 1)
-    if isinstance(accepting, str | bytes) or not hasattr(accepting, "__iter__"):
-        raise TypeError(f"accepting must be a collection of states, got {accepting!r}")
-    final = torch.zeros(S, dtype=torch.bool)
-    for q in accepting:
-        final[check_int(q, "each accepting state", minimum=0, maximum=S - 1)] = True
-    return torch.tensor(transitions, dtype=torch.long), start, final
 
 
 class Cache:
@@ -155,7 +131,7 @@ def compile_dfa(transitions, start: int, accepting, dtype=torch.float64) -> Deco
     accepting states. The construction, its layout and its precision are in the module
     docstring; :func:`decode` runs it. Its FFN has one unit per (state, symbol) pair, so
     ``S * k`` is at most :data:`MAX_PAIRS` (4096)."""
-    table, start, final = _check_dfa(transitions, start, accepting)
+    table, start, final = check_dfa(transitions, start, accepting)
     S, k = table.shape
     if S * k > MAX_PAIRS:
         raise ValueError(f"transitions: compile_dfa takes at most {MAX_PAIRS} (state, symbol) "
@@ -303,7 +279,7 @@ def forced_states(decoder: Decoder, w) -> torch.Tensor:
 def run_dfa(transitions, start: int, w) -> torch.Tensor:
     """The DFA's states after each symbol of ``w``, ``LongTensor[B, m]``, by table lookup: the
     reference that :func:`decode` is checked against (batched; a loop over positions)."""
-    table, start, _ = _check_dfa(transitions, start, [])
+    table, start, _ = check_dfa(transitions, start, [])
     w = _as_symbols(w, table.shape[1]).cpu()
     state = torch.full((w.shape[0],), start, dtype=torch.long)
     states = []

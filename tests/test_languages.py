@@ -97,3 +97,62 @@ def test_printed_bfvp_grammar_is_wrong_on_disjunctions_of_false_formulas():
     wrong = [f for f in languages.all_formulas(2)
              if ("F1" in languages.derivable_from(f, printed)) != python_truth(f)]
     assert wrong and all("∨" in f for f in wrong)
+
+
+# DFAs (transitions[state][symbol], start 0, accepting states) and the languages they recognize,
+# some with states to spare: the monoid must not depend on them.
+DFAS = {
+    "parity": (([0, 1], [1, 0]), [1], lambda s: s.count("1") % 2 == 1),
+    "ones mod 3, doubled states": (([0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 0]), [0, 3],
+                                   lambda s: s.count("1") % 3 == 0),
+    "no 11": (([0, 1], [0, 2], [2, 2]), [0, 1], lambda s: "11" not in s),
+    "0*1*": (([0, 1], [2, 1], [2, 2]), [0, 1], lambda s: "10" not in s),
+    "first is 1": (([1, 2], [1, 1], [2, 2]), [2], lambda s: s[:1] == "1"),
+    "(00)*": (([1, 2], [0, 2], [2, 2]), [0], lambda s: "1" not in s and len(s) % 2 == 0),
+    "everything, unreachable states": (([0, 0], [2, 1], [1, 2]), [0], lambda s: True),
+}
+
+
+def _classes(language, length=5, context=3):
+    """Brute force: the syntactic congruence's classes among the words up to ``length``, each
+    word told apart by which contexts x _ y (x, y up to ``context`` symbols) it completes into
+    the language; and whether u^6 ~ u^7 for every such word u (aperiodicity, 6 > monoid size)."""
+    words = ["".join(t) for k in range(length + 1) for t in itertools.product("01", repeat=k)]
+    contexts = [(x, y) for x in words if len(x) <= context for y in words if len(y) <= context]
+    profile = lambda u: tuple(language(x + u + y) for x, y in contexts)  # noqa: E731
+    aperiodic = all(profile(u * 6) == profile(u * 7) for u in words if len(u) <= 3)
+    return len({profile(u) for u in words}), aperiodic
+
+
+@pytest.mark.parametrize("name", DFAS)
+def test_the_syntactic_monoid_agrees_with_the_syntactic_congruence(name):
+    transitions, accepting, language = DFAS[name]
+    monoid = languages.syntactic_monoid([list(row) for row in transitions], 0, accepting)
+    size, aperiodic = _classes(language)
+    assert len(monoid) == size
+    assert tuple(range(len(next(iter(monoid))))) in monoid, "the empty string's map"
+    assert languages.is_aperiodic(monoid) == aperiodic
+
+
+def test_star_free_is_aperiodic():
+    par = languages.syntactic_monoid([[0, 1], [1, 0]], 0, [1])
+    assert not languages.is_aperiodic(par)  # PARITY: its monoid is the group Z_2
+    assert languages.is_aperiodic({(0, 0), (0, 1)})  # a constant map and the identity
+    with pytest.raises(ValueError, match="transitions\\[1\\]\\[0\\]"):
+        languages.syntactic_monoid([[0, 1], [2, 0]], 0, [0])
+
+
+def test_mixed_strings_fall_on_both_sides_of_dyck1_and_zeros_then_ones():
+    w = languages.mixed_strings(100, torch.Generator().manual_seed(0))
+    assert w.shape == (64, 100) and w.dtype == torch.long and set(w.unique().tolist()) <= {0, 1}
+    again = languages.mixed_strings(100, torch.Generator().manual_seed(0))
+    assert torch.equal(w, again)
+    depth = (1 - 2 * w).cumsum(dim=1)  # 0 opens, 1 closes
+    dyck = (depth.min(dim=1).values >= 0) & (depth[:, -1] == 0)
+    zeros_then_ones = (w[:, 1:] >= w[:, :-1]).all(dim=1)
+    for inside in (dyck, zeros_then_ones):
+        assert 2 <= int(inside.sum()) <= 62
+    with pytest.raises(ValueError, match="m must be >= 1"):
+        languages.mixed_strings(0)
+    with pytest.raises(TypeError, match="generator"):
+        languages.mixed_strings(5, generator=0)

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from companion.languages import all_strings, random_strings
+from companion.languages import all_strings, mixed_strings
 from companion.rasp import (
     EXAMPLES,
     MAX_CIRCUIT_LENGTH,
@@ -15,12 +15,14 @@ from companion.rasp import (
     at_j,
     count,
     evaluate,
+    from_data,
     is_b_rasp,
     leftmost,
     listing,
     rightmost,
     run,
     to_circuit,
+    to_data,
     to_transformer,
 )
 
@@ -70,18 +72,7 @@ def test_program_transformer_and_circuit_agree_with_the_language_on_every_short_
 
 
 def _long_strings(m: int, seed: int) -> torch.Tensor:
-    """Strings of length ``m`` (even) on both sides of every example's language: random ones,
-    0^k 1^(m-k), (01)*, (0011)*, (001011)*, (010)*, and each of those with one bit flipped."""
-    generator = torch.Generator().manual_seed(seed)
-    k = torch.randint(0, m + 1, (8, 1), generator=generator)
-    blocks = [torch.arange(m).expand(8, m) >= k]
-    for pattern in ([0, 1], [0, 0, 1, 1], [0, 0, 1, 0, 1, 1], [0, 1, 0]):
-        blocks.append(torch.tensor(pattern * m)[:m].expand(2, m))
-    members = torch.cat(blocks).long()
-    flipped = members.clone()
-    flipped[torch.arange(len(flipped)), torch.randint(0, m, (len(flipped),),
-                                                      generator=generator)] ^= 1
-    return torch.cat([random_strings(32, m, generator), members, flipped])
+    return mixed_strings(m, torch.Generator().manual_seed(seed))
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -213,3 +204,40 @@ def test_a_compiled_count_compares_right_on_long_strings():
                        torch.tensor([False, False, True, False]))
     assert torch.equal(to_transformer(EXAMPLES["dyck1"]).accepts(w),
                        torch.tensor([True, False, False, False]))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_program_as_plain_data_is_the_same_program(name):
+    """to_data gives only lists, strings, ints, bools and None, and from_data builds from it a
+    program that answers as the original on every string up to length 9."""
+    data = to_data(EXAMPLES[name])
+
+    def plain(value):
+        return value is None or isinstance(value, str | int | bool) or (
+            isinstance(value, list) and all(plain(v) for v in value))
+
+    assert plain(data) and eval(repr(data)) == data  # noqa: S307 - our own literal
+    again = from_data(data)
+    assert to_data(again) == data
+    w = all_strings(9)
+    assert torch.equal(run(again, w), _language(name, w))
+
+
+@pytest.mark.parametrize(("data", "error", "message"), [
+    ("Q1", TypeError, "data must be a list"),
+    ([], ValueError, "at least one entry"),
+    ([["Q", [], "2"]], ValueError, "symbol"),
+    ([["not", [0], None]], ValueError, "index of an earlier entry"),
+    ([["Q", [], "1"], ["xor", [0, 0], None]], ValueError, "must be an op of"),
+    ([["Q", [], "1"], ["and", [0], None]], ValueError, "number of inputs"),
+    ([["Q", [], "1"], ["count", [[0, 1]], 0], ["not", [1], None]], TypeError, "not counts"),
+    ([["Q", [], "1"], ["atleast0", [0], None]], TypeError, "reads a count"),
+    ([["const", [], 1]], TypeError, "True or False"),
+    ([["Q", [], "1"], ["count", [[0, 1.5]], 0], ["atleast0", [1], None]], TypeError,
+     "coefficient"),
+    ([["Q", [], "1"], ["leftmost", [0, 0, 0], "before"]], ValueError, "mask"),
+    ([["Q", [], "1"], ["at_j", [0], None]], ValueError, "depends on j"),
+])
+def test_data_that_no_program_gives_is_refused(data, error, message):
+    with pytest.raises(error, match=message):
+        from_data(data)
