@@ -113,16 +113,16 @@ def test_the_rules_catch_a_wrong_reference(tmp_path, monkeypatch):
     """The check finds a link without its number, a wrong number, a section number that is
     not the label's, and "the next chapter"; it accepts the forms the book writes."""
     page = tmp_path / "page.md"
-    good = ("Chapter 5, {doc}`Hahn's lemma and exact solutions <exact_solutions>`, builds;\n"
-            "(Chapter 6, {doc}`layernorm_hahn`); Chapter 8 ({doc}`learnability`);\n"
+    good = ("Chapter 6, {doc}`Hahn's lemma and exact solutions <exact_solutions>`, builds;\n"
+            "(Chapter 7, {doc}`layernorm_hahn`); Chapter 9 ({doc}`learnability`);\n"
             "| 1. {doc}`self_attention` |; {doc}`Errata <errata>`; §9.3 of the textbook;\n"
-            "{ref}`§5.5 <sec-hahn-visible>`; {ref}`The check in Chapter 1 <check-sa-rounding>`.")
+            "{ref}`§6.5 <sec-hahn-visible>`; {ref}`The check in Chapter 1 <check-sa-rounding>`.")
     page.write_text(good)
     assert problems(page) == []
     for bad, complaint in [
             ("as {doc}`Hahn's lemma and exact solutions <exact_solutions>` does", "beside"),
-            ("Chapter 4, {doc}`exact_solutions`", "is Chapter 5, not 4"),
-            ("{ref}`§5.4 <sec-hahn-visible>`", "is section 5.5"),
+            ("Chapter 4, {doc}`exact_solutions`", "is Chapter 6, not 4"),
+            ("{ref}`§6.4 <sec-hahn-visible>`", "is section 6.5"),
             ("{ref}`The check in Chapter 2 <check-sa-rounding>`", "not in Chapter 2"),
             ("the next chapter", "by its number")]:
         page.write_text(bad)
