@@ -540,7 +540,21 @@ def to_circuit(program, m: int) -> Circuit:
     program = _program(program)
     m = check_int(m, "m", minimum=1, maximum=MAX_CIRCUIT_LENGTH)
     compiler = _CircuitCompiler(m)
-    return compiler.circuit.set_output(compiler.at(program, m - 1))
+    return _read_by_output(compiler.circuit.set_output(compiler.at(program, m - 1)))
+
+
+def _read_by_output(circuit: Circuit) -> Circuit:
+    """``circuit`` without the gates that its output does not read, directly or not (folding
+    constants leaves some behind: a score made, then found to hold everywhere)."""
+    n = circuit.n_inputs
+    read = {circuit.output}
+    for node in range(circuit.n_nodes - 1, n - 1, -1):
+        if node in read:
+            read.update(circuit.gates[node - n][1])
+    kept, new = Circuit(n), list(range(n))
+    for node, (kind, inputs) in enumerate(circuit.gates, start=n):
+        new.append(kept.gate(kind, *(new[i] for i in inputs)) if node in read else -1)
+    return kept.set_output(new[circuit.output])
 
 
 # --- Names and listings ----------------------------------------------------------------------

@@ -241,3 +241,12 @@ def test_a_program_as_plain_data_is_the_same_program(name):
 def test_data_that_no_program_gives_is_refused(data, error, message):
     with pytest.raises(error, match=message):
         from_data(data)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_gate_of_a_compiled_circuit_is_read_by_its_output(name):
+    circuit = to_circuit(EXAMPLES[name], 16)
+    read, n = {circuit.output}, circuit.n_inputs
+    for node in range(circuit.n_nodes - 1, n - 1, -1):
+        assert node in read, f"gate {node} is read by no one"
+        read.update(circuit.gates[node - n][1])
