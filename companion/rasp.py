@@ -488,7 +488,8 @@ class _CircuitCompiler:
     def attend(self, node: Bool, i: int) -> int:
         """Unique-hard attention at ``i``: OR over ``j`` of (``j`` is a candidate and none
         before it in the order of search is) AND ``V(i, j)``, OR (no candidate) AND ``D(i)``.
-        Depth: the score's, then at most 4; gates: at most 3 per ``(i, j)``."""
+        Depth: at most ``max(score's + 1, value's, default's) + 2``; gates: two per ``(i, j)``
+        and two per ``i``."""
         score, value, default = node.args
         allowed = {"all": range(self.m), "past": range(i), "future": range(i + 1, self.m)}
         order = list(allowed[node.param])
@@ -536,7 +537,7 @@ def to_circuit(program, m: int) -> Circuit:
     (``1 <= m <= MAX_CIRCUIT_LENGTH``) whose output is the program's verdict: NOT and
     unbounded fan-in AND/OR gates for B-RASP (an AC⁰ circuit, [hao2022formal]), MAJORITY
     gates for each comparison of counts (TC⁰). Its depth is bounded by the program alone; an
-    attention operation adds at most about ``3 m**2`` gates (half that with a mask)."""
+    attention operation adds at most ``2 m (m + 1)`` gates."""
     program = _program(program)
     m = check_int(m, "m", minimum=1, maximum=MAX_CIRCUIT_LENGTH)
     compiler = _CircuitCompiler(m)

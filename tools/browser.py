@@ -19,6 +19,7 @@ from urllib.parse import urldefrag, urlparse
 
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 # Flags that keep Chromium from reaching for the network on its own (updates, sync, QUIC).
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -227,18 +228,26 @@ def navigation_problems(page: Page, tap: bool) -> list[str]:
                 problems.append(f"no visible button opens {label}")
             continue
         button.tap() if tap else button.click()
-        page.wait_for_timeout(300)
-        if not page.evaluate(DIALOG_SCRIPT, which):
+        if not _becomes(page, f"({DIALOG_SCRIPT})({which!r})"):
             problems.append(f"{label} does not open")
         elif which == "secondary":  # a jump to a section closes the dialog over the text
             link = page.locator("#pst-secondary-sidebar-modal a[href^='#']").first
             if link.count():
                 link.tap() if tap else link.click()
-                page.wait_for_timeout(300)
-                if page.evaluate(DIALOG_SCRIPT, which):
+                if not _becomes(page, f"!({DIALOG_SCRIPT})({which!r})"):
                     problems.append(f"{label} stays open over the text after a jump")
         page.keyboard.press("Escape")
     return problems
+
+
+def _becomes(page: Page, condition: str, seconds: float = 15) -> bool:
+    """Whether the JavaScript ``condition`` holds within ``seconds`` (polled at each frame):
+    what a click sets off takes its time on a busy machine, and a fixed wait would race it."""
+    try:
+        page.wait_for_function(condition, timeout=seconds * 1000)
+        return True
+    except PlaywrightTimeout:
+        return False
 
 
 def check_book(html: Path, screens: Path | None = None) -> list[PageReport]:
@@ -343,8 +352,10 @@ def _accessibility(page: Page, report: PageReport) -> list[str]:
     violations = {"resultTypes": ["violations"]}
     found = [f"{v['id']} ({v['impact']}): {len(v['nodes'])} x {v['nodes'][0]['target']}"
              for v in axe.run(page, options=violations).response["violations"]]
+    # The theme's colours change with a CSS transition, which axe would catch halfway on a
+    # slow machine: without transitions the dark colours are there as soon as styles are read.
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; }")
     page.evaluate("document.documentElement.dataset.theme = 'dark'")
-    page.wait_for_timeout(500)  # the theme's colours change with a transition
     found += [f"dark theme: {v['id']} ({v['impact']}): {len(v['nodes'])} x "
               f"{v['nodes'][0]['target']}"
               for v in axe.run(page, options={**violations, "runOnly": ["color-contrast"]})

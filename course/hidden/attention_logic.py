@@ -132,16 +132,18 @@ def _depth_tests(rng, name="depth_bound"):
                        EXACT, SOURCES) for _ in range(4)]
 
 
-STATEMENT = ("`depth_bound(program)`, the bound of {prf:ref}`prop-logic-depth` on the depth "
-             "of a\nB-RASP program's circuit, computed from the program alone.")
+STATEMENT = ("`depth_bound(program)`, the number $B$ of {prf:ref}`prop-logic-depth` for a "
+             "B-RASP\nprogram, computed from the program alone by the proposition's rules "
+             "exactly")
 CHECK_STATEMENT = ("Check that the bound holds for `to_circuit` at several lengths. Why does "
                    "the\nbound not depend on $m$?")
 RULES = "by the rules of {prf:ref}`prop-logic-depth`."
-NO_10 = ("For\n`no_10` the bound is 8, the depth of its circuits; folded constants make some "
-         "circuits\nshallower than their bound (FIRST's circuit is a wire, of depth 0, against "
-         "a bound of 3).")
+NO_10 = ("For\n`no_10` the bound is 8, the depth of its circuits from $m = 4$ on (7 at $m = "
+         "3$, drawn above);\nfolded constants make some circuits shallower than their bound "
+         "(FIRST's circuit is a wire, of\ndepth 0, against a bound of 3).")
 BOOK_VALUES = ('assert depth_bound(rasp.EXAMPLES["no_10"]) == 8\n'
-               'assert depth_bound(rasp.EXAMPLES["first"]) == 3')
+               'assert depth_bound(rasp.EXAMPLES["first"]) == 3\n'
+               'assert depth_bound(leftmost("all", True & at_j(Q("1")), True, False)) == 4')
 # Each rule's replacements of the book's text; the function's new name replaces "depth_bound"
 # last, everywhere.
 DEPTH_RULES = {
@@ -150,7 +152,8 @@ DEPTH_RULES = {
             "`depth_without_not(program)`, a bound on the depth of a B-RASP program's circuit "
             "when\nNOT gates cost nothing (as if every NOT were pushed down to the inputs by De "
             "Morgan's laws),\ncomputed from the program alone by the rules of "
-            "{prf:ref}`prop-logic-depth` changed accordingly.",
+            "{prf:ref}`prop-logic-depth` exactly, but for\nthree: $B(Q_0) = 0$, $B(\\neg P) = "
+            "B(P)$, and $B(P) = \\max(B(S), B(V), B(D)) + 2$ for an\nattention line",
         CHECK_STATEMENT:
             "Check that the bound holds for `to_circuit` at several lengths, counting no NOT "
             "gate. Why\ndoes the bound not depend on $m$?",
@@ -159,9 +162,9 @@ DEPTH_RULES = {
             "an attention is $\\max(d(S), d(V), d(D)) + 2$, since the NOTs of its\nscores no "
             "longer add a level.",
         NO_10:
-            "For\n`no_10` the bound is 5, the depth of its circuits without their NOTs; folded "
-            "constants make\nsome circuits shallower than their bound (FIRST's circuit is a "
-            "wire, of depth 0, against a\nbound of 2).",
+            "For\n`no_10` the bound is 5, the depth of its circuits without their NOTs from $m "
+            "= 4$ on; folded\nconstants make some circuits shallower than their bound (FIRST's "
+            "circuit is a wire, of depth 0,\nagainst a bound of 2).",
         '0 if node.param == "1" else 1': "0",
         'elif node.op == "at_j":': 'elif node.op in ("at_j", "not"):',
         'elif node.op in ("not", "and", "or"):': 'elif node.op in ("and", "or"):',
@@ -169,7 +172,9 @@ DEPTH_RULES = {
         "depths = [to_circuit(program, m).depth for m in (3, 16, 64)]":
             "depths = [without_not(to_circuit(program, m)) for m in (3, 16, 64)]",
         BOOK_VALUES: 'assert depth_bound(rasp.EXAMPLES["no_10"]) == 5\n'
-                     'assert depth_bound(rasp.EXAMPLES["first"]) == 2',
+                     'assert depth_bound(rasp.EXAMPLES["first"]) == 2\n'
+                     'assert depth_bound(leftmost("all", True & at_j(Q("1")), True, False)) '
+                     '== 3',
         "for name, program in rasp.EXAMPLES.items():\n    if rasp.is_b_rasp(program):\n"
         "        depths":
             "def without_not(circuit):  # its depth, a NOT gate adding no level\n"
@@ -187,7 +192,9 @@ DEPTH_RULES = {
             "`attention_layers(program)`: the largest number of attention operations on one "
             "path\nthrough a B-RASP program (each reading the one before), computed from the "
             "program alone: the\nattention layers a transformer needs if attentions that do not "
-            "read each other share a layer.",
+            "read each other share a layer\n(the rules: an attention is one more than the most "
+            "its score, value and default need, any\nother node the most its inputs need, and a "
+            "symbol test or a constant 0)",
         CHECK_STATEMENT: "Check it against the number of attention operations. Why does it "
                          "not depend on\n$m$?",
         RULES: "an attention one more than the most its score, value and default need, any "
@@ -216,7 +223,9 @@ DEPTH_RULES = {
             "                         for n in rasp.nodes(program))\n"
             "        assert min(attentions, 1) <= depth_bound(program) <= attentions\n",
         BOOK_VALUES: 'assert depth_bound(rasp.EXAMPLES["no_10"]) == 2\n'
-                     'assert depth_bound(rasp.EXAMPLES["dyck1_depth2"]) == 3',
+                     'assert depth_bound(rasp.EXAMPLES["dyck1_depth2"]) == 3\n'
+                     'assert depth_bound(leftmost("all", True & at_j(Q("1")), True, False)) '
+                     '== 1',
     }),
 }
 
@@ -266,7 +275,9 @@ def _count(rng: random.Random) -> Variant:
         "with at least twice as many 1s as 0s": f"with {words}",
         'count(Q("1")) >= 2 * count(Q("0"))':
             f'count(Q("{symbol}")) {sign} {k} * count(Q("{other}"))',
-        "the inputs that count 0s": f"the inputs that count {0 if symbol else 1}s",
+        "reads each 1 once and, negated, each 0 twice\n(a 0 counts $-2$)":
+            f"reads each {symbol} once and, negated, each {other} {times}\n(a {other} "
+            f"counts $-{k}$)",
         "(w == 1).sum(dim=1) >= 2 * (w == 0).sum(dim=1)":
             f"(w == {symbol}).sum(dim=1) {sign} {k} * (w == {other}).sum(dim=1)",
     }, {"k": k, "symbol": symbol, "strict": strict, "name": name})
