@@ -143,6 +143,8 @@ def test_markup_that_jupyterlab_renders_as_the_book_does(notebook):
     text = markdown(notebook)
     assert "{solution-start}" not in text and "{solution-end}" not in text
     assert "{numref}" not in text, "JupyterLab shows a {numref} as its label: use {ref} with text"
+    split = re.findall(r"\{[\w:]+\}`[^`]*\n[^`]*`", text)
+    assert not split, f"JupyterLab reads a role only within one line: {split}"
     for label in re.findall(r"^`{3,4}\{solution\} ([\w-]+)$", text, re.M):
         assert re.search(r"^`{3,4}\{solution\} " + label + r"\n:class: dropdown\n", text, re.M)
     for cell in cells(notebook):
