@@ -390,7 +390,11 @@ class Grader:
         """Run the submission at path ``notebook`` in its sandbox (ended when ``stop`` is set);
         what :meth:`_judge` needs. Safe in a worker thread once its variant is made
         (:meth:`variant`)."""
-        submission = _read_path(notebook, "notebook")
+        path = as_path(notebook, "notebook")
+        if path.is_symlink() or path.parent.is_symlink():
+            raise ValueError("notebook: it is a symbolic link, or in a linked folder; the "
+                             "grader reads only a file that the student handed in")
+        submission = _read_path(path, "notebook")
         index = self.variant_of(notebook, student)
         if index is None and "course_variant" in submission.metadata:
             raise ValueError("notebook: it is an edition of a graded variant; grade it with the "
@@ -638,6 +642,14 @@ def main(argv=None) -> None:
     parser.add_argument("--gradescope", type=Path, metavar="RESULTS_JSON",
                         help="write Gradescope's results.json for the one submission")
     args = parser.parse_args(argv)
+    submitted = {path.resolve() for path in args.notebooks}
+    for option, path in (("--csv", args.csv), ("--gradescope", args.gradescope),
+                         ("--written", args.written),
+                         ("--written", args.written and args.written.with_suffix(".html"))):
+        if path and (path.resolve() in submitted or (
+                option != "--written" and path.suffix == ".ipynb" and path.exists())):
+            parser.error(f"{option} {path}: that is a submitted notebook, which the grader "
+                         "never writes over (put the submissions after --)")
     if args.gradescope and len(args.notebooks) != 1:
         parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
     if args.student is not None and len(args.notebooks) != 1:

@@ -537,6 +537,33 @@ def test_bad_input_is_refused(toy, tmp_path):
         exercise_points(nbformat.read(bad, as_version=4))
 
 
+def test_the_grader_writes_over_no_submission_and_reads_through_no_link(toy, capsys):
+    """A file named like an option (--csv=carol.ipynb, after a glob without --) and a submission
+    that links to a reference, or sits in a linked folder (N11-N13 of the second adversarial
+    review of the grader)."""
+    carol = toy["submissions"] / "carol.ipynb"
+    carol.write_bytes(toy["reference"].read_bytes())
+    for option in ("--csv", "--written", "--gradescope"):
+        with pytest.raises(SystemExit):
+            main(["--reference", str(toy["reference"]), "--hidden", str(toy["hidden"]),
+                  f"{option}={carol}", "--", str(carol)])
+        assert "never writes over" in capsys.readouterr().err, option
+    with pytest.raises(SystemExit):
+        main(["--reference", str(toy["reference"]), "--csv", str(toy["reference"]), "--",
+              str(carol)])
+    assert "never writes over" in capsys.readouterr().err, "nor over another notebook"
+    assert nbformat.read(carol, as_version=4).cells, "carol's notebook is still hers"
+    mallory = toy["submissions"] / "mallory.ipynb"
+    mallory.symlink_to(toy["reference"])
+    eve = toy["submissions"] / "eve"
+    eve.symlink_to(toy["reference"].parent, target_is_directory=True)
+    grader = Grader(toy["reference"], toy["hidden"])
+    linked, in_linked_folder, honest = grader.grade_batch([mallory, eve / "toy.ipynb", carol])
+    for report in (linked, in_linked_folder):
+        assert report.score == 0 and "symbolic link" in report.error, report.error
+    assert honest.score == honest.max_score
+
+
 def test_the_gradescope_export_takes_one_submission(toy, capsys):
     with pytest.raises(SystemExit):
         main([str(toy["reference"]), str(toy["reference"]), "--reference",
