@@ -560,9 +560,9 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     submissions = {}
     for notebook in notebooks:
         try:
-            submissions[str(notebook)] = _read_path(notebook, "notebook")
+            submissions[_text(str(notebook))] = _read_path(notebook, "notebook")
         except ValueError:
-            submissions[str(notebook)] = nbformat.v4.new_notebook()
+            submissions[_text(str(notebook))] = nbformat.v4.new_notebook()
     cells = [nbformat.v4.new_markdown_cell(f"# Written answers: {Path(reference).stem}")]
     for label, points in written_points(reference_notebook).items():
         statement = plain_markdown(statements.get(label, ""), titles)
@@ -570,15 +570,40 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
         cells.append(nbformat.v4.new_markdown_cell(
             f"## {exercise} ({points_text(points)})\n\n{statement}"))
         for name, submission in submissions.items():
-            answer = "\n\n".join(
-                submission.cells[i].source for i in tagged(submission, WRITTEN, label, "markdown")
-                if submission.cells[i].source.strip() != written_prompt(exercise, points))
+            try:
+                answer = _written_answer(submission, label, written_prompt(exercise, points))
+            except Exception as error:  # noqa: BLE001 - one submission never stops the others
+                answer = f"*(the answer could not be collected: {type(error).__name__})*"
             cells.append(nbformat.v4.new_markdown_cell(
                 f"### {html.escape(name)}\n\n{answer or '*(no written answer)*'}"))
     collected = nbformat.v4.new_notebook(cells=cells)
     nbformat.write(collected, path)
     body, _ = HTMLExporter(sanitize_html=True).from_notebook_node(collected)
     path.with_suffix(".html").write_text(body)
+
+
+MAX_WRITTEN = 10_000  # characters of one written answer collected (a proof fits)
+
+
+def _text(text: str) -> str:
+    """``text`` with each lone surrogate (which no UTF-8 file can hold) written as ``?``."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _written_answer(submission, label: str, prompt: str) -> str:
+    """The written answer of ``label`` in ``submission``: its cells tagged ``written`` that
+    are not the untouched prompt, as text (a cell whose source is not text says so), each cut
+    at :data:`MAX_WRITTEN` characters."""
+    parts = []
+    for i in tagged(submission, WRITTEN, label, "markdown"):
+        source = submission.cells[i].get("source")
+        if not isinstance(source, str):
+            parts.append(f"*(not text, but {type(source).__name__})*")
+        elif source.strip() != prompt:
+            cut = len(source) > MAX_WRITTEN
+            parts.append(_text(source[:MAX_WRITTEN])
+                         + (f"\n\n*(cut at {MAX_WRITTEN:,} characters)*" if cut else ""))
+    return "\n\n".join(parts)
 
 
 def gradescope_results(report: Report) -> dict:
@@ -676,9 +701,9 @@ def main(argv=None) -> None:
     print(f"hidden tests drawn with --seed {grader.seed}; limits: "
           f"{enforced_limits(args.memory, args.processes)}; grading {len(notebooks)} of "
           f"{len(args.notebooks)} submissions{which}, {args.jobs} at a time", file=sys.stderr)
-    if args.written:
-        write_written_answers(args.notebooks, args.reference, args.written)
     _publish(grader.grade_batch(notebooks, args.student, args.jobs), args, grader.written, shard)
+    if args.written:  # after the grades: nothing in a written answer delays or stops them
+        write_written_answers(args.notebooks, args.reference, args.written)
 
 
 def _publish(reports, args, written: dict, shard: list[dict] | None = None) -> None:

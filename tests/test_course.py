@@ -34,6 +34,7 @@ from course.assignments import (
     written_points,
 )
 from course.grade import (
+    MAX_WRITTEN,
     ExerciseScore,
     Grader,
     Report,
@@ -296,6 +297,29 @@ def test_a_written_answer_flows_to_grading_by_hand(toy):
     page = out.with_suffix(".html").read_text()
     assert "It is linear because" in page and "Linear." in page
     assert "<script>document" not in page and '<img src="x" onerror' not in page
+
+
+def test_no_written_answer_stops_the_collection(toy):
+    """A written cell whose source is a number or null, holds a lone surrogate, or 100,000
+    brackets (N8, N9, N10 of the second adversarial review): each is collected as what it is,
+    the brackets cut, and the other students' answers still are."""
+    out = toy["submissions"].parent / "written.ipynb"
+    paths = []
+    for name, source in (("number", 5), ("null", None), ("surrogate", "My proof \ud800."),
+                         ("brackets", "[" * 100_000), ("honest", "Linear: 2(x + y) = 2x + 2y.")):
+        notebook = json.loads(json.dumps(nbformat.read(answered(toy, name), as_version=4)))
+        (cell,) = [c for c in notebook["cells"] if WRITTEN in c["metadata"].get("tags", [])]
+        cell["source"] = source
+        path = toy["submissions"] / f"{name}.ipynb"
+        path.write_text(json.dumps(notebook))  # as a student's file may be: not valid nbformat
+        paths.append(path)
+    write_written_answers(paths, toy["reference"], out)
+    text = "\n".join(cell.source for cell in nbformat.read(out, as_version=4).cells)
+    assert "*(not text, but int)*" in text and "*(not text, but NoneType)*" in text
+    assert "My proof ?." in text and "Linear: 2(x + y) = 2x + 2y." in text
+    assert "[" * MAX_WRITTEN in text and "[" * (MAX_WRITTEN + 1) not in text
+    assert "cut at 10,000 characters" in text
+    assert "Linear: 2(x + y)" in out.with_suffix(".html").read_text()
 
 
 def test_processes_a_submission_starts_die_with_its_grading(toy):
@@ -601,6 +625,15 @@ def test_the_judges_compare_plain_data():
     assert hidden.value_printed(f"noise\n{hidden.MARKER} [1, 2.5]\n") == [1, 2.5]
     with pytest.raises(ValueError, match="no value"):
         hidden.value_printed("nothing")
+    # brackets inside strings, escaped quotes and backslashes do not count as nesting
+    assert hidden.value_printed(f'{hidden.MARKER} ["[[", "\\\\", "\\"]"]') == ["[[", "\\", '"]']
+    deep = "[" * (hidden.MAX_DEPTH + 1) + "]" * (hidden.MAX_DEPTH + 1)
+    with pytest.raises(ValueError, match="nested deeper"):
+        hidden.value_printed(f"{hidden.MARKER} {deep}")
+    # N7 of the second adversarial review: 400,000 escaped quotes, read in one pass (the old
+    # regex retried from every quote: about 28 s for 40,000, and quadratic)
+    quotes = '"' + '\\"' * 400_000 + '"'
+    assert hidden.value_printed(f"{hidden.MARKER} {quotes}") == '"' * 400_000
 
 
 def test_the_command_line_writes_each_grade_as_it_goes(toy):
