@@ -304,7 +304,10 @@ def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
             command += ["--symlink", *path.split("\0")]
         else:
             command += [f"--{kind}", path, path]
-    command += ["--ro-bind", __file__, WORKER, "--chdir", HOME, "--clearenv"]
+    # bwrap's own root is a tmpfs without a size: read-only, it holds nothing a submission
+    # writes, which goes only to the three sized folders above
+    command += ["--ro-bind", __file__, WORKER, "--remount-ro", "/", "--chdir", HOME,
+                "--clearenv"]
     for name, value in _environment().items():
         command += ["--setenv", name, value]
     return [*command, "--", sys.executable, "-I", WORKER, *arguments]
@@ -338,12 +341,16 @@ def sandbox_available() -> str:
 
 def enforced_limits(memory_gb: float, processes: int) -> str:
     """What the limits are on this machine, in words."""
-    group = Cgroup.make(int(memory_gb * 2**30), processes)
+    memory_bytes = int(memory_gb * 2**30)
+    writable = (f"; writable: /tmp, {HOME} and /dev/shm, "
+                f"{min(TMPFS_BYTES, memory_bytes) / 2**30:g} GiB each, nothing else")
+    group = Cgroup.make(memory_bytes, processes)
     if group is None:
         return (f"memory {memory_gb:g} GiB per process (RLIMIT_AS; no cgroup could be made "
-                "here), processes not limited")
+                f"here), processes not limited{writable}")
     group.remove()
-    return f"memory {memory_gb:g} GiB and {processes} processes for the whole submission (cgroup)"
+    return (f"memory {memory_gb:g} GiB and {processes} processes for the whole submission "
+            f"(cgroup){writable}")
 
 
 def _prepare_worker(memory_bytes: int, group: Cgroup | None):

@@ -508,6 +508,26 @@ def test_a_sandboxed_notebook_sees_no_file_of_the_grader(tmp_path):
     assert hidden.value_printed(outcome["printed"][0]) == [False] * len(paths)
 
 
+def test_a_sandboxed_notebook_writes_only_into_its_sized_folders():
+    """N33 of the second adversarial review: without a cgroup, a file written on bwrap's own
+    root (an unsized tmpfs) took 4.5 GiB of the host's memory. The root is read-only now."""
+    probe = ("import json, os\n"
+             "def writes(path):\n"
+             "    try:\n"
+             "        with open(path, 'w') as f:\n"
+             "            f.write('x')\n"
+             "        return True\n"
+             "    except OSError:\n"
+             "        return False\n"
+             "paths = ['/fill', '/opt/fill', os.path.expanduser('~/fill'), '/tmp/fill', "
+             "'/dev/shm/fill']\n"
+             "print('hidden-test-value:', json.dumps([writes(p) for p in paths]))")
+    notebook = new_notebook(cells=[new_code_cell(probe, metadata={"hidden_test": "x"})])
+    outcome = run_sandboxed(notebook, timeout=20, memory_gb=2, max_seconds=60)
+    assert hidden.value_printed(outcome["printed"][0]) == [False, False, True, True, True]
+    assert "writable: /tmp" in enforced_limits(2, 64)
+
+
 def test_loops_memory_and_exits_are_named(toy):
     """Each limit is tested with the others far away, so that none is reached first on a
     machine five times slower: no honest cell takes more than 2 s on an idle one (the first,
