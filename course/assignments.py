@@ -333,14 +333,28 @@ def as_path(value, name: str) -> Path:
     return Path(value)
 
 
+MAX_NOTEBOOK_BYTES = 16 * 2**20  # a chapter with all its outputs is under 2 MiB
+MAX_CELLS = 5000  # a chapter has under 200
+
+
 def read_notebook(path: Path, name: str) -> nbformat.NotebookNode:
-    """The notebook at ``path``, or a ``ValueError`` that names ``name`` and the path."""
+    """The notebook at ``path``, or a ``ValueError`` that names ``name`` and the path: also for
+    a file over :data:`MAX_NOTEBOOK_BYTES` (refused before it is read, since reading takes
+    some fifty times its size in memory) or a notebook of more than :data:`MAX_CELLS` cells."""
     if not path.is_file():
         raise ValueError(f"{name}: no such file {path}")
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"{name}: {path} is {size / 2**20:.0f} MiB, more than the "
+                         f"{MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may have here")
     try:
-        return nbformat.read(path, as_version=4)
+        notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises several kinds for a file that is no notebook
         raise ValueError(f"{name}: {path} is not a Jupyter notebook ({error})") from None
+    if len(notebook.cells) > MAX_CELLS:
+        raise ValueError(f"{name}: {path} has {len(notebook.cells)} cells, more than the "
+                         f"{MAX_CELLS} cells a notebook may have here")
+    return notebook
 
 
 def _write(notebook, target: Path) -> Path:

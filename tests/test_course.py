@@ -24,10 +24,13 @@ from course.assignments import (
     ANSWER,
     BIBLIOGRAPHY,
     CHECK,
+    MAX_CELLS,
+    MAX_NOTEBOOK_BYTES,
     SOLUTION,
     WRITTEN,
     exercise_points,
     instructor_edition,
+    read_notebook,
     student_edition,
     tagged,
     write_editions,
@@ -606,6 +609,21 @@ def test_the_grader_writes_over_no_submission_and_reads_through_no_link(toy, cap
     for report in (linked, in_linked_folder):
         assert report.score == 0 and "symbolic link" in report.error, report.error
     assert honest.score == honest.max_score
+
+
+def test_a_huge_notebook_is_refused_before_it_is_read(tmp_path):
+    """N32 of the second adversarial review: 300,000 cells (33 MB) took 1.8 GiB in the
+    grader's own process, outside every limit."""
+    big = tmp_path / "big.ipynb"
+    big.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "x": "'
+                   + "y" * (MAX_NOTEBOOK_BYTES + 1) + '"}')
+    with pytest.raises(ValueError, match="MiB a notebook may have"):
+        read_notebook(big, "notebook")
+    many = tmp_path / "many.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1") for _ in range(MAX_CELLS + 1)]),
+                   many)
+    with pytest.raises(ValueError, match="cells a notebook may have"):
+        read_notebook(many, "notebook")
 
 
 def test_the_gradescope_export_takes_one_submission(toy, capsys):
