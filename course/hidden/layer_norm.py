@@ -106,12 +106,12 @@ def _prenorm(rng: random.Random) -> Variant:
             f"{words} steps $\\mathbf{{x}} \\mapsto \\mathbf{{x}} +\n\\mathbf{{W}} "
             "\\operatorname{LN}(\\mathbf{x})$ of the pre-norm stack of this chapter, each with "
             "its own $\\mathbf{W}$ equal to",
-        "$|\\mathbf{x}_\\ell|^2 = |\\mathbf{x}_{\\ell-1}|^2 + 2\\,\\mathbf{x}_{\\ell-1}^\\top"
-        "\\mathbf{W}_\\ell\n\\operatorname{LN}(\\mathbf{x}_{\\ell-1}) + |\\mathbf{W}_\\ell "
-        "\\operatorname{LN}(\\mathbf{x}_{\\ell-1})|^2$.":
-            "One step gives $|\\mathbf{x} + \\mathbf{W}\\operatorname{LN}(\\mathbf{x})|^2 = "
-            "|\\mathbf{x}|^2 + 2\\,\\mathbf{x}^\\top\\mathbf{W}\n\\operatorname{LN}(\\mathbf{x}) "
-            "+ |\\mathbf{W}\\operatorname{LN}(\\mathbf{x})|^2$.",
+        "$|\\mathbf{x}_\\ell|^2$ $= |\\mathbf{x}_{\\ell-1}|^2$ $+ 2\\,\\mathbf{x}_{\\ell-1}^"
+        "\\top\\mathbf{W}_\\ell\n\\operatorname{LN}(\\mathbf{x}_{\\ell-1})$ $+ |\\mathbf{W}_"
+        "\\ell \\operatorname{LN}(\\mathbf{x}_{\\ell-1})|^2$.":
+            "One step gives $|\\mathbf{x} + \\mathbf{W}\\operatorname{LN}(\\mathbf{x})|^2$ $= "
+            "|\\mathbf{x}|^2$ $+ 2\\,\\mathbf{x}^\\top\\mathbf{W}\n"
+            "\\operatorname{LN}(\\mathbf{x})$ $+ |\\mathbf{W}\\operatorname{LN}(\\mathbf{x})|^2$.",
         "($\\mathbf{W}_\\ell$ and $-\\mathbf{W}_\\ell$ are equally likely)":
             "($\\mathbf{W}$ and $-\\mathbf{W}$ are equally likely)",
         "$\\sigma^2 |\\operatorname{LN}(\\mathbf{x}_{\\ell-1})|^2 = \\sigma^2 d$":
