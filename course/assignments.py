@@ -35,6 +35,7 @@ import csv
 import math
 import os
 import re
+import unicodedata
 from functools import cache
 from pathlib import Path
 
@@ -112,13 +113,26 @@ def _bibliography() -> str:
     return BIBLIOGRAPHY.read_text()
 
 
+_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
+            "=": "\u0304", ".": "\u0307"}  # BibTeX's accent commands, as combining marks
+_LETTERS = {"aa": "å", "AA": "Å", "ae": "æ", "ss": "ß", "o": "ø", "O": "Ø", "l": "ł"}
+
+
+def _unicode(text: str) -> str:
+    """BibTeX's accented letters as Unicode: ``H{\\aa}stad`` is Håstad, ``Sch{\\"u}tzenberger``
+    Schützenberger; then the braces go."""
+    text = re.sub(r"\\(aa|AA|ae|ss|[oOl])(?![a-zA-Z])", lambda m: _LETTERS[m[1]], text)
+    text = re.sub(r"\\([\"'`^~=.])\s*\{?([a-zA-Z])\}?", lambda m: m[2] + _ACCENTS[m[1]], text)
+    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", ""))
+
+
 def _author_year(key: str) -> tuple[str, str] | None:
     """("Chiang and Cholak", "2022") for a key of the book's bibliography, or None."""
     entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", _bibliography(), re.S)
     if not entry:
         return None
-    fields = {name: value.replace("{", "").replace("}", "") for name, value in
-              re.findall(r"(\w+)\s*=\s*\{(.*?)\},?\n", entry.group(1))}
+    fields = {name: _unicode(value) for name, value in
+              re.findall(r"(\w+)\s*=\s*\{(.*?)\},?[ \t]*(?:\n|$)", entry.group(1))}
     names = [name.split(",")[0].strip() for name in fields.get("author", key).split(" and ")]
     return " and ".join(names) if len(names) < 3 else f"{names[0]} et al.", fields.get("year", "")
 

@@ -845,6 +845,19 @@ def test_statements_cite_as_the_book_does():
                     "Self-attention.\n```")
 
 
+def test_every_work_of_the_bibliography_cites_with_its_year_in_plain_letters():
+    """A student edition cites as "Furst et al. (1984)": the year even where it is an entry's
+    last field (it was left out), and BibTeX's accents as letters ("Håstad", not "H\\aastad")."""
+    keys = re.findall(r"^@\w+\{([\w-]+),", BIBLIOGRAPHY.read_text(), re.M)
+    for key in keys:
+        text = student_edition(new_notebook(cells=[new_markdown_cell(
+            f"{{cite:t}}`{key}`")])).cells[0].source
+        assert re.fullmatch(r"[^\\{}]+ \((19|20)\d\d\)", text), (key, text)
+    text = student_edition(new_notebook(cells=[new_markdown_cell(
+        "{cite:t}`hastad1987computational`; {cite:p}`schutzenberger1965finite`")])).cells[0]
+    assert text.source == "Håstad (1987); (Schützenberger, 1965)"
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_exercises_have_the_numbers_of_the_book(chapter):
     """Exercise k of the chapter at place c among the numbered parts' chapters of _toc.yml is
