@@ -136,15 +136,7 @@ PAGE_SCRIPT = """async () => {
         .filter(outside).map(name),
       // a figure's panels fit the column: they never scroll sideways
       ...[...article.querySelectorAll('.figure-panels')].filter(wide)
-        .map(el => 'figure panels scroll: ' + name(el.closest('figure') || el)),
-      // a formula in the text breaks only where it is written as several: one wider than
-      // what is left of its line is cut off at the text's edge
-      ...[...article.querySelectorAll('mjx-container:not([display="true"])')]
-        .filter(el => {
-          const block = el.closest('p, li, dt, dd, td, th, figcaption, caption');
-          return block && el.getBoundingClientRect().right
-                          > block.getBoundingClientRect().right + 1; })
-        .map(el => 'a formula runs past the text: ' + tex(el))],
+        .map(el => 'figure panels scroll: ' + name(el.closest('figure') || el))],
     overlaps,
     scrollingEquations: equations.filter(el => wide(el) && scrolls(el)).map(tex),
     errorOutput: [...document.querySelectorAll(
