@@ -410,9 +410,9 @@ def syntactic_monoid(transitions, start: int, accepting) -> set[tuple[int, ...]]
         block = refined
         if stable:
             break
-    size = len(set(block.values()))
-    letters = [tuple(block[table[q][a]] for q in sorted({block[q]: q for q in states}.values(),
-                                                        key=block.get))
+    representative = {block[q]: q for q in states}  # a state of each block, by number
+    size = len(representative)
+    letters = [tuple(block[table[representative[b]][a]] for b in range(size))
                for a in range(len(table[0]))]
     monoid, frontier = {tuple(range(size))}, [tuple(range(size))]
     while frontier:  # close under appending a letter: f then a

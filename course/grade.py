@@ -673,8 +673,8 @@ def main(argv=None) -> None:
                          ("--written", args.written and args.written.with_suffix(".html"))):
         if path and (path.resolve() in submitted or (
                 option != "--written" and path.suffix == ".ipynb" and path.exists())):
-            parser.error(f"{option} {path}: that is a submitted notebook, which the grader "
-                         "never writes over (put the submissions after --)")
+            parser.error(f"{option} {path}: that is a notebook (a submission, or a reference), "
+                         "which the grader never writes over (put the submissions after --)")
     if args.gradescope and len(args.notebooks) != 1:
         parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
     if args.student is not None and len(args.notebooks) != 1:

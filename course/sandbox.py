@@ -56,6 +56,7 @@ MAX_RESULT = 16 * MAX_PRINTED  # bytes of the worker's outcome the grader reads
 HOME = "/home/student"  # the kernel's home and working folder in the sandbox
 WORKER = "/opt/grader/sandbox.py"  # where this file lies in the sandbox
 TMPFS_BYTES = 512 * 2**20  # each of HOME, /tmp and /dev/shm
+WRITABLE = ("/tmp", HOME, "/dev/shm")  # the sized folders, the only ones a submission writes
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl options
 # Modules the worker does without: nbformat validates with jsonschema, which checks IRIs with
 # rfc3987_syntax where it is installed, and that module builds its grammar on import (2 s of
@@ -297,7 +298,7 @@ def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
     if _supports("--disable-userns"):
         command.append("--disable-userns")
     command += ["--proc", "/proc", "--dev", "/dev"]
-    for folder in ("/tmp", HOME, "/dev/shm"):  # first: a Python under /tmp is bound over it
+    for folder in WRITABLE:  # first: a Python under /tmp is bound over it
         command += ["--size", tmpfs, "--tmpfs", folder]
     for kind, path in _host_paths():
         if kind == "symlink":
@@ -342,7 +343,7 @@ def sandbox_available() -> str:
 def enforced_limits(memory_gb: float, processes: int) -> str:
     """What the limits are on this machine, in words."""
     memory_bytes = int(memory_gb * 2**30)
-    writable = (f"; writable: /tmp, {HOME} and /dev/shm, "
+    writable = (f"; writable: {', '.join(WRITABLE)}, "
                 f"{min(TMPFS_BYTES, memory_bytes) / 2**30:g} GiB each, nothing else")
     group = Cgroup.make(memory_bytes, processes)
     if group is None:

@@ -31,9 +31,9 @@ def into_cache(folder: Path, cache: Path) -> list[str]:
     return their file names. A build of a notebook whose code has changed since finds none."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
-    stored = []
+    stored, jupyter_cache = [], get_cache(cache)
     for path in sorted(Path(folder).glob("*.ipynb")):
-        get_cache(cache).cache_notebook_bundle(
+        jupyter_cache.cache_notebook_bundle(
             CacheBundleIn(nbformat.read(path, as_version=4), str(path)), check_validity=False)
         stored.append(path.name)
     return stored
