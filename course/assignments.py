@@ -45,6 +45,8 @@ from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRe
 from course.numbers import box_numbers, exercise_numbers, numbered
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
+VARIANT = "course_variant"  # metadata: the variant of each exercise (course.variants)
+GRADED_VARIANT = "graded"  # a student edition's VARIANT: that it is one, not which
 FOLDED = "hide-cell"  # myst-nb's tag for a cell folded behind a button
 BIBLIOGRAPHY = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 
@@ -274,8 +276,11 @@ def student_edition(notebook: nbformat.NotebookNode,
     notebook not in the book, they go by their labels."""
     numbers = exercise_numbers(notebook, chapter) if chapter else {}
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
-    return _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(numbers),
-                  PlainRoles(chapter), WrittenAnswerCells(numbers))
+    edition = _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(numbers),
+                     PlainRoles(chapter), WrittenAnswerCells(numbers))
+    if VARIANT in edition.metadata:  # that it is a variant, for the grader; not which one
+        edition.metadata[VARIANT] = GRADED_VARIANT
+    return edition
 
 
 def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -294,10 +299,11 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
     ``hidden``, default :mod:`course.hidden`'s folder), and with a ``roster`` (a file of
     student names) each student's own, in ``out/student/<student>/<name>.ipynb``. The
     instructor edition stays the book's (the grader's ``--reference``, from which it makes
-    every variant), and ``out/instructor/variants/<chapter>-<k>.ipynb`` holds the reference
-    answers of each variant handed out, listed in ``out/instructor/variants.csv``."""
+    every variant), and ``out/instructor/variants/<chapter>-<edition>.ipynb`` holds the
+    reference answers of each edition handed out (:func:`course.variants.edition_name`),
+    listed with its students in ``out/instructor/variants.csv``."""
     from course import hidden as hidden_tests
-    from course.variants import apply_variants, chapter_variants, read_roster, variant_index
+    from course.variants import apply_variants, chapter_variants, edition_name, read_roster
 
     if roster is not None and course_seed is None:
         raise ValueError("roster: a roster needs a course_seed (--course-seed)")
@@ -317,20 +323,19 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
                                    out / "student" / path.name))
             continue
         make_variants = hidden_tests.load(path.stem, hidden).VARIANTS
-        indices = {}
+        editions = {}
         for student in students:
-            index = variant_index(course_seed, path.stem, student)
-            if index not in indices:
-                indices[index] = apply_variants(
-                    notebook, chapter_variants(make_variants, path.stem, index))
-                _write(instructor_edition(indices[index]),
-                       out / "instructor" / "variants" / f"{path.stem}-{index}.ipynb")
+            variants = chapter_variants(make_variants, path.stem, course_seed, student)
+            name = edition_name(variants)
+            if name not in editions:
+                editions[name] = apply_variants(notebook, variants)
+                _write(instructor_edition(editions[name]),
+                       out / "instructor" / "variants" / f"{path.stem}-{name}.ipynb")
             folder = out / "student" / student if student else out / "student"
-            written.append(_write(student_edition(indices[index], path.stem),
-                                   folder / path.name))
-            handed_out.append([student, path.stem, index,
-                               "; ".join(f"{label}: {name}" for label, name in
-                                         indices[index].metadata.course_variant.items())])
+            written.append(_write(student_edition(editions[name], path.stem),
+                                  folder / path.name))
+            handed_out.append([student, path.stem, name,
+                               "; ".join(f"{label}: {v.name}" for label, v in variants.items())])
     if handed_out:
         with (out / "instructor" / "variants.csv").open("w", newline="") as file:
             csv.writer(file).writerows([["student", "chapter", "variant", "exercises"],

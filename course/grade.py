@@ -22,7 +22,8 @@ the main thread), and its reports come in the order of the submissions. Beyond o
 each machine grades a *shard* (``--shard k/N``: the k-th of every N submissions, in the order
 given on the command line), and ``merge`` combines the shards' JSON lines into the outputs of
 one run (:func:`merge_shards`). The reference gets at least the default time limits, whatever
-the students' are: it runs once per variant, and if it fails, every submission fails with it.
+the students' are: it runs once per edition (each student's, with a roster), and if it fails,
+every submission of that edition fails with it.
 
 Command line::
 
@@ -51,6 +52,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import bleach
 import nbformat
 from nbconvert import HTMLExporter
 
@@ -58,6 +60,7 @@ from course import hidden as hidden_tests
 from course.assignments import (
     ANSWER,
     CHECK,
+    VARIANT,
     WRITTEN,
     as_path,
     exercise_points,
@@ -79,11 +82,11 @@ from course.sandbox import (
     run_sandboxed,
     sandbox_available,
 )
-from course.variants import apply_variants, chapter_variants, read_roster, variant_index
+from course.variants import apply_variants, chapter_variants, edition_name, read_roster
 
 JUDGE_SECONDS = 60  # the longest the grader spends judging one value
 # The least time the reference gets, per cell and in all (the students' defaults): it runs once
-# per variant, and a reference that fails (on a busy machine) fails every submission.
+# per edition, and a reference that fails (on a busy machine) fails every submission.
 REFERENCE_TIMEOUT, REFERENCE_MAX_SECONDS = 120, 1800
 UNSAFE = "none (--unsafe): the submission could read and change what the grader can"
 
@@ -114,7 +117,7 @@ class Report:
     exercises: list[ExerciseScore]
     error: str = ""
     sandbox: str = "bubblewrap"
-    variant: int | None = None  # the variant graded against (None: the book's exercises)
+    variant: str | None = None  # the edition graded against (None: the book's exercises)
 
     @property
     def score(self) -> float:
@@ -144,7 +147,7 @@ class Report:
         numbers = [x for s in report.exercises for x in (s.points, s.score)]
         if not (all(isinstance(t, str) for t in texts)
                 and all(isinstance(x, int | float) and not isinstance(x, bool) for x in numbers)
-                and (report.variant is None or type(report.variant) is int)):
+                and (report.variant is None or type(report.variant) is str)):
             raise ValueError("record: not a report's record (a field has the wrong type)")
         return report
 
@@ -164,9 +167,13 @@ def notebook_to_run(notebook, tests: dict) -> tuple[nbformat.NotebookNode, dict]
     """``notebook`` without its check cells and with each exercise's hidden tests (``tests``
     maps labels to lists of :class:`~course.hidden.HiddenTest`) where its part ends: before
     the first cell after its last answer cell that starts another exercise, or at the end.
-    Returns the notebook and ``{label: [index of each test's cell]}``."""
+    Returns the notebook and ``{label: [index of each test's cell]}``. A cell of ``notebook``
+    that carries the hidden tests' mark (a submission may forge it) loses it: only the cells
+    placed here are tests."""
     result = nbformat.from_dict(notebook)
     result.cells = [c for c in result.cells if CHECK not in c.metadata.get("tags", [])]
+    for cell in result.cells:
+        cell.metadata.pop(HIDDEN_TEST, None)
     for label, label_tests in tests.items():
         cells = result.cells
         answers = tagged(result, ANSWER, label)
@@ -272,7 +279,7 @@ class Grader:
                 "without it (a submission could then read the answers and change the grader's "
                 "files), pass --unsafe")
         self.reference = _read_path(reference, "reference")
-        if "course_variant" in self.reference.metadata:
+        if VARIANT in self.reference.metadata:
             raise ValueError(f"reference: {reference} is the edition of one variant; give the "
                              "plain instructor edition, from which every variant is made")
         self.points = exercise_points(self.reference)
@@ -289,7 +296,7 @@ class Grader:
         if roster is not None and course_seed is None:
             raise ValueError("roster: a roster needs a course_seed (--course-seed)")
         if course_seed is not None:
-            variant_index(course_seed, self.chapter)  # refuses a seed that is not one
+            chapter_variants({}, self.chapter, course_seed)  # refuses a seed that is not one
         self.course_seed = course_seed
         self.roster = read_roster(roster) if roster is not None else None
         self.limits = {"timeout": timeout, "memory_gb": memory_gb, "max_seconds": max_seconds,
@@ -297,38 +304,49 @@ class Grader:
         self.reference_limits = {**self.limits, "timeout": max(timeout, REFERENCE_TIMEOUT),
                                  "max_seconds": max(max_seconds, REFERENCE_MAX_SECONDS)}
         self.sandbox = UNSAFE if unsafe else "bubblewrap"
-        # variant index (None: the book's exercises) -> (tests, values), or the error it raised
+        # edition name (None: the book's exercises) -> (tests, values), or the error it raised
         self._variants: dict = {}
         if self.roster is None:
-            self.variant(None if course_seed is None else variant_index(course_seed,
-                                                                        self.chapter))
+            self.variant(self.variants_of(None))
 
-    def variant(self, index: int | None) -> tuple[dict, dict]:
-        """The hidden tests of variant ``index`` (None: the book's own exercises) and their
-        values in its reference, ``({label: [HiddenTest]}, {label: [value]})``, made on first
-        use by running the variant's reference in the sandbox, once: a variant that failed
-        raises its error again. Raises ``ValueError`` when a test fails on the reference,
-        naming the reference's first cell that failed or ran out of time before it."""
-        if index not in self._variants:
-            try:
-                self._variants[index] = self._make_variant(index)
-            except Exception as error:  # noqa: BLE001 - kept, and raised for each submission
-                self._variants[index] = error
-        made = self._variants[index]
+    def variant(self, variants: dict) -> tuple[dict, dict]:
+        """The hidden tests of the edition that ``variants`` (``{label: Variant}``, see
+        :meth:`variants_of`; empty: the book's own exercises) make, and their values in its
+        reference, ``({label: [HiddenTest]}, {label: [value]})``, made on first use by running
+        the edition's reference in the sandbox, once: an edition that failed raises its error
+        again. Raises ``ValueError`` when a test fails on the reference, naming the
+        reference's first cell that failed or ran out of time before it."""
+        name = edition_name(variants) if variants else None
+        if name not in self._variants:
+            self._variants[name] = self._values(self._attempt_reference(variants))
+        made = self._variants[name]
         if isinstance(made, Exception):
             raise made.with_traceback(None)
         return made
 
-    def _make_variant(self, index: int | None) -> tuple[dict, dict]:
-        variants = ({} if index is None else
-                    chapter_variants(self.module.VARIANTS, self.chapter, index))
-        reference = apply_variants(self.reference, variants) if variants else self.reference
-        tests = self.module.hidden_tests(random.Random(self.seed), variants)
-        missing = set(self.points) - set(tests)
-        if missing or not all(tests.get(label) for label in self.points):
-            raise ValueError(f"hidden: no hidden tests for {sorted(missing) or 'an exercise'}")
-        to_run, where = notebook_to_run(reference, tests)
-        outcome = run_sandboxed(to_run, **self.reference_limits)
+    def _attempt_reference(self, variants: dict, stop: threading.Event | None = None):
+        """The run of the reference of the edition ``variants`` make, with its hidden tests
+        (safe in a worker thread): ``(reference, tests, to_run, where, outcome)``, or the error
+        it raised."""
+        try:
+            reference = apply_variants(self.reference, variants) if variants else self.reference
+            tests = self.module.hidden_tests(random.Random(self.seed), variants)
+            missing = set(self.points) - set(tests)
+            if missing or not all(tests.get(label) for label in self.points):
+                raise ValueError(f"hidden: no hidden tests for "
+                                 f"{sorted(missing) or 'an exercise'}")
+            to_run, where = notebook_to_run(reference, tests)
+            return reference, tests, to_run, where, run_sandboxed(
+                to_run, **self.reference_limits, stop=stop)
+        except Exception as error:  # noqa: BLE001 - kept, and raised for each submission
+            return error
+
+    def _values(self, run) -> tuple[dict, dict] | Exception:
+        """The hidden tests and their values in a reference's run (:meth:`_attempt_reference`),
+        judged in this thread; or the error that says why there are none."""
+        if isinstance(run, Exception):
+            return run
+        reference, tests, to_run, where, outcome = run
         expected = {}
         for label, indices in where.items():
             expected[label] = []
@@ -337,9 +355,9 @@ class Grader:
                 why = why or judged(test, value, value)
                 if why:
                     first = self._reference_failure(reference, to_run, outcome, cell)
-                    raise ValueError(f"hidden: {first + '; then ' if first else ''}the test "
-                                     f"{test.expression!r} of {label} fails on the reference: "
-                                     f"{why}")
+                    return ValueError(f"hidden: {first + '; then ' if first else ''}the test "
+                                      f"{test.expression!r} of {label} fails on the "
+                                      f"reference: {why}")
                 expected[label].append(value)
         return tests, expected
 
@@ -366,24 +384,26 @@ class Grader:
                     f"first: {why}")
         return f"the reference's run stopped early ({outcome['note']})" if outcome["note"] else ""
 
-    def variant_of(self, notebook, student: str | None = None) -> int | None:
-        """The variant a submission is graded against: none without a course seed, the
-        course's, or with a roster that of ``student`` (by default the name of the notebook's
-        folder, or else its file name without ``.ipynb``, whichever is on the roster)."""
+    def variants_of(self, notebook, student: str | None = None) -> dict:
+        """The variants (``{label: Variant}``) a submission is graded against: none without a
+        course seed, the course's, or with a roster those of ``student`` (by default the name
+        of the notebook's folder, or else its file name without ``.ipynb``, whichever is on
+        the roster)."""
         if self.course_seed is None:
-            return None
+            return {}
         if self.roster is None:
-            return variant_index(self.course_seed, self.chapter)
+            return chapter_variants(self.module.VARIANTS, self.chapter, self.course_seed)
         path = Path(notebook)
         names = [student] if student is not None else [path.parent.name, path.stem]
         on_roster = [name for name in names if name in self.roster]
         if not on_roster:
             raise ValueError(f"notebook: {' or '.join(map(repr, names))} is not on the roster")
-        return variant_index(self.course_seed, self.chapter, on_roster[0])
+        return chapter_variants(self.module.VARIANTS, self.chapter, self.course_seed,
+                                on_roster[0])
 
     def grade(self, notebook, student: str | None = None) -> list[ExerciseScore]:
         """The scores of the submitted notebook at path ``notebook``, one per exercise, against
-        its variant (:meth:`variant_of`)."""
+        its variants (:meth:`variants_of`)."""
         return self._judge(*self._run(notebook, student))
 
     def _run(self, notebook, student: str | None, stop: threading.Event | None = None) -> tuple:
@@ -395,11 +415,11 @@ class Grader:
             raise ValueError("notebook: it is a symbolic link, or in a linked folder; the "
                              "grader reads only a file that the student handed in")
         submission = _read_path(path, "notebook")
-        index = self.variant_of(notebook, student)
-        if index is None and "course_variant" in submission.metadata:
+        variants = self.variants_of(notebook, student)
+        if not variants and VARIANT in submission.metadata:
             raise ValueError("notebook: it is an edition of a graded variant; grade it with the "
                              "course's --course-seed")
-        tests, expected_values = self.variant(index)
+        tests, expected_values = self.variant(variants)
         to_run, where = notebook_to_run(submission, tests)
         outcome = run_sandboxed(to_run, **self.limits, stop=stop)
         return tests, expected_values, to_run, where, outcome
@@ -443,21 +463,39 @@ class Grader:
         limits), yielding a :class:`Report` for each in the order of ``notebooks``, as soon as
         it and those before it are graded. One that cannot be graded, whatever the reason,
         gets a report with its ``error`` (and zero for every exercise), and the batch goes on.
-        ``student`` names the student of a batch of one (see :meth:`variant_of`).
+        ``student`` names the student of a batch of one (see :meth:`variants_of`).
 
-        The reference of every variant the batch needs runs first; then the sandboxes run in
-        ``jobs`` worker threads (with ``jobs=1``, in the calling thread), and the values are
-        judged in the calling thread, which should be the main thread (:func:`judged`). When
-        the batch is interrupted or closed early, the sandboxes still running end with it."""
+        The reference of every edition the batch needs runs first (``jobs`` at a time); then
+        the sandboxes run in ``jobs`` worker threads (with ``jobs=1``, in the calling thread),
+        and the values are judged in the calling thread, which should be the main thread
+        (:func:`judged`). When the batch is interrupted or closed early, the sandboxes still
+        running end with it."""
         if isinstance(jobs, bool) or not isinstance(jobs, int):
             raise TypeError(f"jobs must be a whole number, got {jobs!r}")
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")
         notebooks = list(notebooks)
+        editions = {}  # name -> variants, of the editions not yet made
         for path in notebooks:
             with suppress(Exception):  # the notebook's report will say why
-                self.variant(self.variant_of(path, student))
+                variants = self.variants_of(path, student)
+                editions[edition_name(variants) if variants else None] = variants
+        editions = {name: v for name, v in editions.items() if name not in self._variants}
+        pool, stop = ThreadPoolExecutor(jobs, thread_name_prefix="reference"), threading.Event()
+        try:
+            runs = pool.map(self._attempt_reference, editions.values(),
+                            [stop] * len(editions))
+            for name, run in zip(editions, runs, strict=True):
+                self._variants[name] = self._values(run)
+        finally:  # interrupted: end the references still running
+            stop.set()
+            pool.shutdown(cancel_futures=True)
         return self._reports(notebooks, student, jobs)
+
+    def _edition(self, notebook, student: str | None) -> str | None:
+        """The name of the edition a submission is graded against (None: the book's)."""
+        variants = self.variants_of(notebook, student)
+        return edition_name(variants) if variants else None
 
     def _reports(self, notebooks: list, student: str | None, jobs: int):
         if jobs == 1:
@@ -487,7 +525,7 @@ class Grader:
         if not isinstance(ran, Exception):
             try:
                 return Report(str(path), self._judge(*ran), sandbox=self.sandbox,
-                              variant=self.variant_of(path, student))
+                              variant=self._edition(path, student))
             except Exception as error:  # noqa: BLE001 - one submission never stops the batch
                 ran = error
         why = str(ran) if isinstance(ran, ValueError) else (
@@ -578,11 +616,29 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
                 f"### {html.escape(name)}\n\n{answer or '*(no written answer)*'}"))
     collected = nbformat.v4.new_notebook(cells=cells)
     nbformat.write(collected, path)
-    body, _ = HTMLExporter(sanitize_html=True).from_notebook_node(collected)
+    exporter = HTMLExporter(sanitize_html=True, filters={"clean_html": written_html})
+    body, _ = exporter.from_notebook_node(collected)
     path.with_suffix(".html").write_text(body)
 
 
 MAX_WRITTEN = 10_000  # characters of one written answer collected (a proof fits)
+# What written.html keeps of the HTML a cell's Markdown makes: the tags of ordinary Markdown,
+# links to the web and mail, and no class, id or style (a student's class could draw the
+# page's own dialogs over it); any other tag is shown as text.
+WRITTEN_TAGS = frozenset({"a", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2",
+                          "h3", "h4", "h5", "h6", "hr", "i", "li", "ol", "p", "pre", "span",
+                          "strong", "sub", "sup", "table", "tbody", "td", "th", "thead", "tr",
+                          "ul"})
+WRITTEN_ATTRIBUTES = {"a": ["href", "title"]}
+HEADING_ANCHOR = re.compile(r'<a class="anchor-link" href="#[^"]*">&#182;</a>')
+
+
+def written_html(text) -> str:
+    """The HTML of a cell of ``written.html``, cleaned: only :data:`WRITTEN_TAGS` (a heading's
+    anchor link dropped), only :data:`WRITTEN_ATTRIBUTES`, links only to http, https and
+    mailto."""
+    return bleach.clean(HEADING_ANCHOR.sub("", str(text)), tags=WRITTEN_TAGS,
+                        attributes=WRITTEN_ATTRIBUTES, protocols={"http", "https", "mailto"})
 
 
 def _text(text: str) -> str:

@@ -8,7 +8,9 @@ outcome to a pipe that only it holds. Inside the sandbox
 * the file system holds the Python environment and the system's libraries, read-only, and
   private, size-limited ``tmpfs`` folders for ``HOME`` (the kernel's working folder), ``/tmp``
   and ``/dev/shm``; no repository, book, hidden test, reference, other submission or grader
-  output, and nothing the grader's ``HOME`` holds;
+  output, and of the grader's ``HOME`` only the Python installation and environment, where
+  they live there (a pyenv version, a virtual environment), read-only; their paths show in
+  ``/proc/self/mountinfo``;
 * there is no network, and the PID, IPC, UTS, user and cgroup namespaces are its own, so no
   process outside is visible; the sandbox dies with the grader (``--die-with-parent``);
 * everything runs as an unprivileged user, with no capabilities, no further user namespaces,
@@ -43,6 +45,7 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import suppress
 from functools import cache
 from pathlib import Path
 
@@ -173,6 +176,22 @@ def _own_cgroup(hierarchy: str) -> str | None:
     return None
 
 
+def remove_stale(parent: Path) -> None:
+    """Remove the empty groups in ``parent`` that a grader no longer running left (one killed
+    before it could remove its own): ``grade-<pid>-*`` whose pid is not alive."""
+    for folder in parent.glob("grade-*-*"):
+        pid = folder.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # its grader is gone; a group with processes stays
+            with suppress(OSError):
+                folder.rmdir()
+        except OSError:  # alive, as another user's
+            pass
+
+
 class Cgroup:
     """A control group for one submission, with ``memory_bytes`` and ``processes`` limits on
     all its processes together; ``Cgroup.make`` returns None where none can be made here."""
@@ -182,10 +201,11 @@ class Cgroup:
 
     @classmethod
     def make(cls, memory_bytes: int, processes: int):
-        name = f"grade-{uuid.uuid4().hex[:12]}"
+        name = f"grade-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # its grader's pid, for remove_stale
         v2 = _mount_of("cgroup2")
         own = _own_cgroup("")
         if v2 is not None and own is not None:
+            remove_stale(v2 / own.lstrip("/"))
             made = cls._make_v2(v2 / own.lstrip("/") / name, memory_bytes, processes)
             if made:
                 return made
@@ -195,6 +215,7 @@ class Cgroup:
                 mount, own = _mount_of("cgroup", controller), _own_cgroup(controller)
                 if mount is None or own is None:
                     raise OSError(f"no cgroup v1 {controller} controller")
+                remove_stale(mount / own.lstrip("/"))
                 folder = mount / own.lstrip("/") / name
                 folder.mkdir()
                 folders.append(folder)

@@ -8,16 +8,18 @@ to a function of a :class:`random.Random` that returns a :class:`Variant`: text 
 exercise (its statement, answer, check and solution cells) and what replaces it, and the
 parameters its hidden tests need.
 
-A course draws one of :data:`VARIANT_COUNT` variants of each chapter: from a *course seed*
-alone (everyone gets the same), or from the course seed and a student's name on a roster (each
-student their own). :func:`variant_index` makes that choice, and :func:`chapter_variants` the
-chapter's variants for it, the same on every machine, so that :mod:`course.assignments` writes
-each student's edition and :mod:`course.grade` grades each student against their own variant
-without a record of who got what.
+A course draws its variant of each exercise from a *course seed* alone (everyone gets the
+same), or from the course seed and a student's name on a roster (each student their own):
+:func:`chapter_variants` seeds each exercise's draw with both, the same on every machine, so
+that :mod:`course.assignments` writes each student's edition and :mod:`course.grade` grades
+each student against their own variant without a record of who got what. The ranges are wide,
+so two courses, or two students, rarely share an edition; :func:`edition_name` names an
+edition by what it changed, and the students of one edition share its reference run.
 """
 
 import csv
 import hashlib
+import json
 import numbers
 import os
 import random
@@ -27,7 +29,8 @@ from pathlib import Path
 
 import nbformat
 
-VARIANT_COUNT = 4  # the variants of a chapter that a course draws from
+from course.assignments import VARIANT
+
 STUDENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 # First lines that a roster's header may hold, not a student: only "student" is accepted.
 HEADERS = {"student", "students", "name", "names", "student name", "username", "user", "login",
@@ -45,28 +48,27 @@ class Variant:
     params: dict = field(default_factory=dict)
 
 
-def variant_index(course_seed: int, chapter: str, student: str = "") -> int:
-    """Which of the chapter's :data:`VARIANT_COUNT` variants the course seed (and the student,
-    for a roster) gives: a hash, so the same everywhere."""
+def chapter_variants(make_variants: dict, chapter: str, course_seed: int,
+                     student: str = "") -> dict[str, Variant]:
+    """``{label: Variant}``: the variant of each exercise of ``chapter`` that the course seed
+    (and ``student``, for a roster) gives, from its module's ``VARIANTS`` (``make_variants``),
+    each drawn with a generator seeded by course seed, student, chapter and label."""
     if isinstance(course_seed, bool) or not isinstance(course_seed, numbers.Integral) or \
             course_seed < 0:
         raise ValueError(f"course_seed must be a non-negative integer, got {course_seed!r}")
-    course_seed = int(course_seed)  # a NumPy integer too
-    digest = hashlib.sha256(f"{course_seed}/{student}/{chapter}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % VARIANT_COUNT
-
-
-def chapter_variants(make_variants: dict, chapter: str, index: int) -> dict[str, Variant]:
-    """``{label: Variant}``: variant ``index`` of each exercise of ``chapter``, from its module's
-    ``VARIANTS`` (``make_variants``), each drawn with a generator seeded by chapter, label and
-    index."""
-    if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-        raise TypeError(f"index must be an int (one of 0..{VARIANT_COUNT - 1}), got {index!r}")
-    if index not in range(VARIANT_COUNT):
-        raise ValueError(f"index must be one of 0..{VARIANT_COUNT - 1}, got {index!r}")
-    index = int(index)  # a NumPy integer too; the seed strings below hold "2", never "2.0"
-    return {label: make(random.Random(f"{chapter}/{label}/{index}"))
+    if not isinstance(student, str):
+        raise TypeError(f"student must be a str, got {type(student).__name__}")
+    course_seed = int(course_seed)  # a NumPy integer too; the seed strings hold "2", not "2.0"
+    return {label: make(random.Random(f"{course_seed}/{student}/{chapter}/{label}"))
             for label, make in make_variants.items()}
+
+
+def edition_name(variants: dict[str, Variant]) -> str:
+    """A short name for the edition that ``variants`` make: a hash of what they replace, the
+    same for the same text."""
+    text = json.dumps({label: [v.name, v.replace] for label, v in variants.items()},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def _directive(kind: str, label: str) -> re.Pattern:
@@ -102,7 +104,7 @@ def apply_variants(notebook, variants: dict[str, Variant]) -> nbformat.NotebookN
             for old, new in variant.replace.items():
                 text = text.replace(old, new)
             cell.source = cell.source.replace(match[0], text) if match else text
-    notebook.metadata["course_variant"] = {label: v.name for label, v in variants.items()}
+    notebook.metadata[VARIANT] = {label: v.name for label, v in variants.items()}
     return notebook
 
 

@@ -690,17 +690,19 @@ def test_scratchpad_decodes_the_empty_string():
     assert scratchpad.decode(params, empty, 1, 1).shape == (2, 3, 0)
 
 
-def test_chapter_variants_takes_only_an_int_index():
+def test_chapter_variants_takes_only_an_int_course_seed_and_a_str_student():
     from course.hidden import load
-    from course.variants import chapter_variants, variant_index
+    from course.variants import chapter_variants
 
     make = load("recall").VARIANTS
-    for index in (2.0, 2.5, "2"):
-        with pytest.raises(TypeError, match="index must be an int"):
-            chapter_variants(make, "recall", index)
-    by_int, by_numpy = (chapter_variants(make, "recall", i) for i in (2, np.int64(2)))
-    assert {k: v.name for k, v in by_int.items()} == {k: v.name for k, v in by_numpy.items()}
-    assert variant_index(np.int64(3), "recall", "ann") == variant_index(3, "recall", "ann")
+    for seed in (2.0, 2.5, "2", True, -1):
+        with pytest.raises(ValueError, match="course_seed must be a non-negative integer"):
+            chapter_variants(make, "recall", seed)
+    with pytest.raises(TypeError, match="student must be a str"):
+        chapter_variants(make, "recall", 2, 7)
+    by_int, by_numpy = (chapter_variants(make, "recall", i, "ann") for i in (2, np.int64(2)))
+    assert {k: v.replace for k, v in by_int.items()} == {k: v.replace
+                                                         for k, v in by_numpy.items()}
 
 
 def test_read_roster_takes_a_byte_order_mark_and_refuses_other_headers(tmp_path):

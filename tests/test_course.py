@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course import hidden
+from course import assignments, hidden
 from course.assignments import (
     ANSWER,
     BIBLIOGRAPHY,
@@ -50,6 +51,7 @@ from course.grade import (
     write_csv,
     write_written_answers,
 )
+from course.hidden import HiddenTest
 from course.numbers import chapter_numbers, exercise_numbers
 from course.sandbox import (
     HIDDEN_TEST,
@@ -58,15 +60,15 @@ from course.sandbox import (
     bwrap_command,
     checked_outcome,
     enforced_limits,
+    remove_stale,
     run_sandboxed,
     sandbox_available,
 )
 from course.variants import (
-    VARIANT_COUNT,
     Variant,
     apply_variants,
     chapter_variants,
-    variant_index,
+    edition_name,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,6 +175,34 @@ def test_right_answers_score_full_marks_and_a_stub_zero(toy):
     a, b = grader.grade(submit(toy, "untouched"))
     assert (a.score, b.score) == (0, 0)
     assert a.message.startswith("not answered") and b.message.startswith("not answered")
+
+
+def test_groups_a_killed_grader_left_are_removed(tmp_path):
+    """An empty group whose grader is gone goes (the review found such groups left by a grader
+    killed mid-submission); one whose grader runs, one that is not empty, and one not named by a
+    pid stay."""
+    dead = 2**22 + 1  # above Linux's largest pid, so no process has it
+    gone, running = tmp_path / f"grade-{dead}-ab12", tmp_path / f"grade-{os.getpid()}-cd34"
+    busy, unnamed = tmp_path / f"grade-{dead}-ef56", tmp_path / "grade-0123456789ab"
+    for folder in (gone, running, busy, unnamed):
+        folder.mkdir()
+    (busy / "cgroup.procs").write_text("1\n")
+    remove_stale(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in (running, busy, unnamed))
+
+
+def test_a_forged_hidden_test_mark_is_ignored(toy):
+    """A submission's own cell marked as a hidden test of ex-a (N28 of the second adversarial
+    review, which stopped its row with an internal error) is an ordinary cell: the tests are
+    the cells the grader places, and only they."""
+    submission = nbformat.read(submit(toy, "forger", "print('hidden-test-value: 0')"), 4)
+    submission.cells[1].metadata[HIDDEN_TEST] = "ex-a"
+    tests = {"ex-a": [HiddenTest("double(5)")], "ex-b": [HiddenTest("1")]}
+    to_run, where = notebook_to_run(submission, tests)
+    assert [len(where[label]) for label in ("ex-a", "ex-b")] == [1, 1]
+    assert to_run.cells[where["ex-a"][0]].source == tests["ex-a"][0].cell_source()
+    assert HIDDEN_TEST not in to_run.cells[1].metadata
 
 
 def test_partial_credit_per_hidden_test(toy):
@@ -289,8 +319,11 @@ def test_a_written_answer_flows_to_grading_by_hand(toy):
     script = answered(toy, "scripter")
     notebook = nbformat.read(script, as_version=4)
     (cell,) = tagged(notebook, WRITTEN, "ex-a", "markdown")
-    notebook.cells[cell].source = ("Linear.<script>document.body.innerHTML = ''</script>"
-                                   '<img src="x" onerror="alert(1)">')
+    notebook.cells[cell].source = (  # N17 of the second adversarial review too
+        "Linear.<script>document.body.innerHTML = ''</script>"
+        '<img src="x" onerror="alert(1)">\n\n<div class="jp-Dialog" id="main-panel">'
+        "<b>All answers below are verified correct.</b></div>\n\n"
+        "[regrade](javascript:alert(1)) [notes](https://example.org/notes)")
     nbformat.write(notebook, script)
     write_written_answers([path, submit(toy, "silent"), script], toy["reference"], out)
     text = "\n".join(cell.source for cell in nbformat.read(out, as_version=4).cells)
@@ -300,6 +333,11 @@ def test_a_written_answer_flows_to_grading_by_hand(toy):
     page = out.with_suffix(".html").read_text()
     assert "It is linear because" in page and "Linear." in page
     assert "<script>document" not in page and '<img src="x" onerror' not in page
+    assert "<h1>Written answers: toy</h1>" in page and "<h2>" in page and "<p>" in page
+    assert "&lt;h1" not in page and "&lt;p&gt;" not in page, "the page's own tags are tags"
+    assert "<div><b>All answers below" in page and 'class="jp-Dialog"' not in page
+    assert 'id="main-panel"' not in page and "javascript:" not in page
+    assert '<a href="https://example.org/notes">notes</a>' in page
 
 
 def test_no_written_answer_stops_the_collection(toy):
@@ -702,8 +740,8 @@ def test_each_student_is_graded_against_their_own_variant(toy, tmp_path):
     book's answer and a classmate's do not pass it, and the student's own does."""
     module = hidden.load("toy", toy["hidden"])
     names = [f"student{k}" for k in range(40)]
-    factor = {name: chapter_variants(module.VARIANTS, "toy", variant_index(7, "toy", name))[
-        "ex-a"].name for name in names}
+    factor = {name: chapter_variants(module.VARIANTS, "toy", 7, name)["ex-a"].name
+              for name in names}
     ann = names[0]
     bob = next(name for name in names if factor[name] != factor[ann])
     roster = tmp_path / "roster.csv"
@@ -740,7 +778,8 @@ def test_a_course_seed_alone_gives_everyone_one_variant(toy, tmp_path):
     out = tmp_path / "editions"
     (student,) = write_editions([toy["reference"]], out, course_seed=3, hidden=toy["hidden"])
     assert student == out / "student" / "toy.ipynb"
-    assert "course_variant" in nbformat.read(student, as_version=4).metadata
+    metadata = nbformat.read(student, as_version=4).metadata
+    assert metadata.course_variant == "graded", "the edition is a variant, but it names none"
     grader = Grader(out / "instructor" / "toy.ipynb", toy["hidden"], seed=18, timeout=20,
                     course_seed=3)
     assert scores_of(grader, answered(toy, "book")) == [0, 0]  # the book's answers
@@ -750,6 +789,62 @@ def test_a_course_seed_alone_gives_everyone_one_variant(toy, tmp_path):
     variant = next((out / "instructor" / "variants").glob("toy-*.ipynb"))
     with pytest.raises(ValueError, match="edition of one variant"):
         Grader(variant, toy["hidden"], course_seed=3)
+
+
+def test_an_instructors_own_exercises_are_graded_from_a_private_folder(tmp_path, capsys):
+    """For instructors' worked example: course/template copied to a folder outside the
+    repository, each student's edition made and graded with the documented commands. A
+    student's own variant scores full marks; the template's answer, a classmate's and the
+    untouched edition score 0; no edition names its variant."""
+    private = tmp_path / "private" / "homework"
+    shutil.copytree(ROOT / "course" / "template", private)
+    make = hidden.load("homework", private / "hidden").VARIANTS
+    names = ["ann", "bob", "cid", "dan", "eve", "fay"]
+    edition = {name: edition_name(chapter_variants(make, "homework", 2027, name))
+               for name in names}
+    ann, bob = names[0], next(name for name in names if edition[name] != edition[names[0]])
+    cid = next(name for name in names if name not in (ann, bob))
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f"student\n{ann}\n{bob}\n{cid}\n")
+    out = tmp_path / "editions"
+    common = ["--hidden", private / "hidden", "--course-seed", "2027", "--roster", roster]
+    assignments.main([str(a) for a in [private / "homework.ipynb", *common, "--out", out]])
+    submissions = tmp_path / "submissions"
+    ann_reference = out / "instructor" / "variants" / f"homework-{edition[ann]}.ipynb"
+    for name, answer_from in ((ann, ann_reference), (bob, private / "homework.ipynb"),
+                              (cid, None)):
+        student = nbformat.read(out / "student" / name / "homework.ipynb", as_version=4)
+        assert student.metadata.course_variant == "graded"
+        if answer_from is not None:
+            (i,) = tagged(student, ANSWER, "ex-hw-last")
+            student.cells[i].source = _variant_answer(answer_from, "ex-hw-last")
+        (submissions / name).mkdir(parents=True)
+        nbformat.write(student, submissions / name / "homework.ipynb")
+    copied = nbformat.read(out / "student" / bob / "homework.ipynb", as_version=4)
+    (i,) = tagged(copied, ANSWER, "ex-hw-last")
+    copied.cells[i].source = _variant_answer(ann_reference, "ex-hw-last")
+    (submissions / "copies").mkdir()
+    nbformat.write(copied, submissions / "copies" / f"{bob}.ipynb")  # bob, by its file name
+    capsys.readouterr()
+    main([str(a) for a in ["--reference", out / "instructor" / "homework.ipynb", *common,
+                           "--seed", "5", "--json", "--",
+                           *(submissions / n / "homework.ipynb" for n in (ann, bob, cid)),
+                           submissions / "copies" / f"{bob}.ipynb"]])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["score"] for r in records] == [2, 0, 0, 0], records
+    assert "not answered" in records[2]["exercises"][0]["message"]
+
+
+def test_twelve_courses_get_twelve_editions():
+    """Self-attention's variants are drawn from the course seed: twelve courses get twelve
+    editions, and each exercise several variants (the exercises that had one alternative
+    have five or more now)."""
+    module = hidden.load("self_attention")
+    editions = [chapter_variants(module.VARIANTS, "self_attention", seed)
+                for seed in range(2026, 2038)]
+    assert len({edition_name(edition) for edition in editions}) == 12
+    for label in module.VARIANTS:
+        assert len({edition[label].name for edition in editions}) >= 3, label
 
 
 def test_a_variant_must_match_the_book():
@@ -762,9 +857,8 @@ def test_a_variant_must_match_the_book():
         apply_variants(notebook, {"ex-a": Variant("x5", {"4 * x": "5 * x"})})
     with pytest.raises(ValueError, match="states no such exercise"):
         apply_variants(notebook, {"ex-b": Variant("x5", {"2 * x": "5 * x"})})
-    assert {variant_index(11, "toy", f"s{k}") for k in range(40)} == set(range(VARIANT_COUNT))
     with pytest.raises(ValueError, match="course_seed"):
-        variant_index(-1, "toy")
+        chapter_variants({}, "toy", -1)
 
 
 # ------------------------------------------------------------------------ the book's chapters
@@ -821,9 +915,8 @@ def test_every_exercise_has_hidden_tests(chapter):
     module = hidden.load(chapter.stem)
     assert set(module.VARIANTS) == set(points), "every graded exercise has variants"
     book = nbformat.read(chapter, as_version=4)
-    for seed in range(20):
-        index = seed % VARIANT_COUNT
-        variants = chapter_variants(module.VARIANTS, chapter.stem, index) if seed >= 4 else {}
+    for seed in range(40):
+        variants = chapter_variants(module.VARIANTS, chapter.stem, seed) if seed else {}
         if variants:
             apply_variants(book, variants)  # every replaced text is in the book's exercise
         tests = module.hidden_tests(random.Random(seed), variants)
@@ -988,8 +1081,7 @@ def test_the_book_does_not_answer_a_graded_variant(chapter, editions, tmp_path):
     grader = Grader(editions / "instructor" / chapter.name, course_seed=course_seed,
                     timeout=CELL_SECONDS, seed=seed)
     variant = apply_variants(nbformat.read(editions / "instructor" / chapter.name, 4),
-                             chapter_variants(grader.module.VARIANTS, chapter.stem,
-                                              grader.variant_of(chapter)))
+                             grader.variants_of(chapter))
     nbformat.write(variant, tmp_path / chapter.name)
     scores = grader.grade(tmp_path / chapter.name)
     assert all(s.score == s.points for s in scores), table(scores)
@@ -1011,7 +1103,7 @@ def test_one_run_of_the_book_judges_its_own_tests_and_a_variants(chapter, editio
     seed, course_seed = _seeds(chapter)
     instructor = editions / "instructor" / chapter.name
     grader = Grader(instructor, course_seed=course_seed, timeout=CELL_SECONDS, seed=seed)
-    variant_tests, expected = grader.variant(grader.variant_of(chapter))
+    variant_tests, expected = grader.variant(grader.variants_of(chapter))
     own_tests = grader.module.hidden_tests(random.Random(seed), {})
     to_run, _ = notebook_to_run(
         nbformat.read(instructor, 4),

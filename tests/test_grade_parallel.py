@@ -8,15 +8,18 @@ alone runs what it needs)."""
 
 import copy
 import json
+import threading
 import time
 
 import pytest
 from test_course import SQUARE, answered, code, small_notebook, statement, submit, toy
 
-from course import grade
+from course import grade, hidden
 from course.assignments import ANSWER, CHECK
 from course.grade import Grader, main, merge_shards
-from course.sandbox import run_sandboxed
+from course.hidden import MARKER
+from course.sandbox import HIDDEN_TEST, run_sandboxed
+from course.variants import chapter_variants, edition_name
 
 __all__ = ["toy"]  # the toy chapter of test_course, a fixture here too
 
@@ -132,6 +135,37 @@ def test_a_batch_closed_early_ends_its_sandboxes(toy, monkeypatch):
     assert time.monotonic() - start < 60
 
 
+def test_a_rosters_references_run_once_per_edition_on_the_workers(toy, tmp_path,
+                                                                    monkeypatch):
+    """With a roster each student has an edition of their own: its reference runs once, on
+    the batch's workers (two at a time with --jobs 2), and each student is graded against their
+    own. The runs are stand-ins that print 42 for every hidden test: what is counted here is
+    who runs where, not what a kernel computes."""
+    names = [f"s{k}" for k in range(12)]
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student\n" + "\n".join(names) + "\n")
+    ran = []  # (thread, whether the run is a reference's) of each run
+
+    def stand_in(notebook, stop=None, **limits):
+        ran.append((threading.current_thread().name,
+                    limits["timeout"] == grade.REFERENCE_TIMEOUT))
+        tests = [i for i, cell in enumerate(notebook.cells) if cell.metadata.get(HIDDEN_TEST)]
+        return {"cells": dict.fromkeys(range(len(notebook.cells))),
+                "printed": {i: f"{MARKER} 42" for i in tests}, "note": ""}
+    monkeypatch.setattr(grade, "run_sandboxed", stand_in)
+    grader = Grader(toy["reference"], toy["hidden"], seed=3, timeout=20, course_seed=7,
+                    roster=roster)
+    assert ran == [], "a roster's references run with the batch that needs them"
+    make = hidden.load("toy", toy["hidden"]).VARIANTS
+    edition = [edition_name(chapter_variants(make, "toy", 7, name)) for name in names]
+    reports = list(grader.grade_batch([submit(toy, name) for name in names], jobs=2))
+    assert [report.variant for report in reports] == edition
+    references = [thread for thread, is_reference in ran if is_reference]
+    assert len(references) == len(set(edition)) > 1
+    assert all(thread.startswith("reference") for thread in references)
+    assert len(ran) == len(references) + len(names)
+
+
 def test_shards_merged_give_the_grades_of_one_run(toy, tmp_path, capsys, monkeypatch):
     """A class graded in three shards, merged in any order, gives the JSON lines, CSV and
     table of one run; a shard missing, given twice or of another batch is refused."""
@@ -244,7 +278,7 @@ def test_a_slow_reference_gets_the_default_limits(tmp_path):
     reference = reference_of(tmp_path, "import time\ntime.sleep(3)\ndef double(x):\n"
                                        "    return 2 * x")
     grader = Grader(reference, tmp_path, seed=1, timeout=1, max_seconds=1)
-    assert grader.variant(None)[1] == {"ex-a": [42]}
+    assert grader.variant({})[1] == {"ex-a": [42]}
     assert (grader.limits["timeout"], grader.limits["max_seconds"]) == (1, 1)
     assert (grader.reference_limits["timeout"], grader.reference_limits["max_seconds"]) == (
         grade.REFERENCE_TIMEOUT, grade.REFERENCE_MAX_SECONDS)

@@ -105,7 +105,7 @@ def _accuracy(delta: float, m: int, p: float) -> float:
 
 
 def _random_strings(rng: random.Random) -> Variant:
-    p = rng.choice([0.25, 0.75])
+    p = rng.choice([0.1, 0.2, 0.25, 0.3, 0.4, 0.6, 0.7, 0.75, 0.8, 0.9])
     q = round(1 - p, 2)
     return Variant(f"random strings with P(1) = {p}", {
         "the fraction of all strings of length $m$ that the\n$\\varepsilon = 0$ PARITY solution "
