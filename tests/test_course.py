@@ -240,6 +240,38 @@ def test_every_cheat_scores_zero(toy, cheat):
     assert scores_of(grader, submit(toy, "cheat", cheat)) == [0, 0]
 
 
+def test_a_notebook_that_lies_about_itself_gains_nothing(toy):
+    """Attacks on the notebook rather than in a cell (a, N26 and N27 of the second adversarial
+    review): checks deleted and stubs retagged as checks with 100 points in the metadata;
+    every code cell carrying a stored output that prints a hidden test's value; a bash kernel
+    in the metadata, with honest answers. The points are the reference's, stored outputs are
+    never read (the cells run), and the grader's kernel is Python whatever the notebook says."""
+    retagged = nbformat.read(submit(toy, "retagged"), as_version=4)
+    retagged.cells = [c for c in retagged.cells if CHECK not in c.metadata.get("tags", [])]
+    for cell in retagged.cells:
+        if ANSWER in cell.metadata.get("tags", []):
+            cell.metadata.update(tags=[CHECK], points=100)
+            cell.source = "pass"
+    retagged.metadata["exercises"] = {"ex-a": 100, "ex-b": 100}
+    prefilled = nbformat.read(submit(toy, "prefilled"), as_version=4)
+    for cell in prefilled.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output(
+                "stream", name="stdout", text="hidden-test-value: 0\nall checks passed\n")]
+    bash = nbformat.read(answered(toy, "bash"), as_version=4)
+    bash.metadata["kernelspec"] = {"name": "bash", "display_name": "Bash", "language": "bash",
+                                   "argv": ["/bin/sh", "-c", "exit 0"]}
+    bash.metadata["language_info"] = {"name": "bash"}
+    paths = []
+    for name, notebook in (("retagged", retagged), ("prefilled", prefilled), ("bash", bash)):
+        nbformat.write(notebook, toy["submissions"] / f"{name}.ipynb")
+        paths.append(toy["submissions"] / f"{name}.ipynb")
+    grader = Grader(toy["reference"], toy["hidden"], seed=12, timeout=30)
+    reports = list(grader.grade_batch(paths))
+    assert [[s.score for s in r.exercises] for r in reports] == [[0, 0], [0, 0], [2, 3]]
+    assert all(r.max_score == 5 for r in reports)
+
+
 def test_the_reference_and_classmates_are_out_of_reach(toy):
     """A submission that looks for notebooks with model answers to run: the instructor
     edition (where it is, and on the grader's command line), the book's chapters in the
@@ -426,6 +458,13 @@ ATTACKS = {
     "prints a value too large to judge": (
         "get_ipython().events.register('post_run_cell', lambda result: print("
         "'hidden-test-value: [' + ', '.join(['1.5'] * 300000) + ']'))"),
+    "writes output without end (N29)": (
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)"),
+    "starts threads until it cannot (N30)": (
+        "import threading, time\n"
+        "try:\n    while True:\n"
+        "        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
+        "except RuntimeError:\n    pass"),
     "fills every folder it can write": (
         "import os\n"
         "for folder in ['/tmp', os.path.expanduser('~'), '/dev/shm', '.']:\n"
@@ -698,6 +737,20 @@ def test_the_judges_compare_plain_data():
     assert judge([1.0], [2.0]) == "[0] is wrong"  # never the right value
     assert "a list of 1" in judge([1.0], [1.0, 2.0])
     assert judge(1, True) == "the value is wrong"  # a boolean answer must be a boolean
+    assert hidden.close(locate=False)([1.0, 3.0], [1.0, 2.0]) == "the value is wrong"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_value_that_is_the_same_in_every_batch_is_not_located(chapter):
+    """N24 of the second adversarial review: a test of a bare name (`naive`, `limit`) has the
+    same value in every batch, so a message that named the wrong entry let resubmissions find
+    the answer entry by entry; such a test's message names no position."""
+    module = hidden.load(chapter.stem)
+    variants = chapter_variants(module.VARIANTS, chapter.stem, 1)
+    for tests in (module.hidden_tests(random.Random(0), v) for v in ({}, variants)):
+        for test in (t for label in tests.values() for t in label):
+            if test.expression.isidentifier():
+                assert "[" not in test.judge([[1.0, 3.0]], [[1.0, 2.0]]), test.expression
     assert hidden.value_printed(f"noise\n{hidden.MARKER} [1, 2.5]\n") == [1, 2.5]
     with pytest.raises(ValueError, match="no value"):
         hidden.value_printed("nothing")

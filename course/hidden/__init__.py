@@ -44,13 +44,16 @@ def _hidden_test_plain(value):
 '''
 
 
-def close(rtol: float = 1e-9, atol: float = 1e-12):
+def close(rtol: float = 1e-9, atol: float = 1e-12, locate: bool = True):
     """A judge: the value equals the instructor's, numbers to within ``atol + rtol * |expected|``
     (NaN matches NaN, booleans and strings exactly), lists entry by entry with the same
-    shape. Its message says where the value is wrong, never what the right value is (a
-    student who sees it learns nothing to copy)."""
+    shape. Its message never says what the right value is, and says where the value is wrong
+    only with ``locate``: a test whose value is the same in every batch (a bare name, such as
+    ``limit``) takes ``locate=False``, so that resubmitting does not find the wrong entries
+    one by one."""
     def judge(got, expected) -> str:
-        return _difference(got, expected, rtol, atol)
+        why = _difference(got, expected, rtol, atol)
+        return why if locate or not why else "the value is wrong"
     return judge
 
 

@@ -28,7 +28,8 @@ def _plus(a: int, space: str = " ") -> str:
 
 
 def _triangle(rng: random.Random) -> Variant:
-    a = rng.choice([-1, 2, 1])  # max(0, k - i + a) - max(0, k - i + a - 1) = [i < k + a]
+    # max(0, k - i + a) - max(0, k - i + a - 1) = [i < k + a]
+    a = rng.choice([a for a in range(-6, 7) if a])
     return Variant(f"the step of max(0, k - i{_plus(a)}) - max(0, k - i{_plus(a - 1)})", {
         "$\\max(0, k - i) - \\max(0, k - i - 1)$":
             f"$\\max(0, k - i{_plus(a)}) - \\max(0, k - i{_plus(a - 1)})$",
@@ -107,7 +108,7 @@ def _sensitivity(rng: random.Random) -> Variant:
 
 
 def _large_c(rng: random.Random) -> Variant:
-    a = rng.choice([2, 3, 4, 9])  # c = ln(a n): the weight a n / ((a + 1) n - 1) > a / (a + 1)
+    a = rng.randrange(2, 13)  # c = ln(a n): the weight a n / ((a + 1) n - 1) > a / (a + 1)
     bound = Fraction(a, 2 * (a + 1))  # |s| > a / (2 (a + 1)) at every length
     return Variant(f"strings that start with 0, c = ln({a}n)", {
         "on a string that starts with 1 (for any fixed $n$)":
@@ -154,6 +155,6 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
     return {
         "ex-exact-triangle": [step(rng.randrange(-5, 15)), step(rng.randrange(15, 2000))],
         "ex-exact-sensitivity": changes,
-        "ex-exact-large-c": [HiddenTest("first_limit", close(atol=1e-9)),
-                             HiddenTest("log_c_logits", close(atol=1e-9))],
+        "ex-exact-large-c": [HiddenTest("first_limit", close(atol=1e-9, locate=False)),
+                             HiddenTest("log_c_logits", close(atol=1e-9, locate=False))],
     }

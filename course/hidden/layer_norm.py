@@ -25,6 +25,29 @@ NORMALIZATIONS = {  # another denominator than sqrt(Var + eps) with the biased v
             "        v.var(dim=-1, keepdim=True) + eps) + b",
         '["1.46", "0.33", "-1.18", "-0.61"]': '["1.26", "0.29", "-1.02", "-0.53"]',
     },
+    "the root mean square, as RMSNorm": {
+        "$\\sqrt{\\operatorname{Var} + \\varepsilon}$ and the biased variance":
+            "the root mean square of the entries,\n$\\sqrt{\\operatorname{mean}(x_i^2) + "
+            "\\varepsilon}$, without subtracting the mean first (RMSNorm)",
+        "(no `layer_norm` of any library)": "(no `layer_norm` or `rms_norm` of any library)",
+        "with PyTorch's `F.layer_norm` on random inputs":
+            "with PyTorch's `F.rms_norm` (plus `beta`) on random inputs",
+        "Subtract the mean over the last dimension, divide by the square root of the mean "
+        "squared\ndeviation plus $\\varepsilon$":
+            "Divide by the square root of the mean square over the last dimension (the mean "
+            "is not\nsubtracted) plus $\\varepsilon$",
+        "(`torch.var` would divide by $d - 1$ unless told\n`correction=0`.)":
+            "(RMSNorm is layer normalization without its centering\nstep; `F.rms_norm` has no "
+            "`bias`, so the check adds `beta` itself.)",
+        "    centered = x - x.mean(dim=-1, keepdim=True)\n"
+        "    variance = centered.square().mean(dim=-1, keepdim=True)\n"
+        "    return gamma * centered / torch.sqrt(variance + eps) + beta":
+            "    mean_square = x.square().mean(dim=-1, keepdim=True)\n"
+            "    return gamma * x / torch.sqrt(mean_square + eps) + beta",
+        "theirs = F.layer_norm(v, shape[-1:], g, b, eps=eps)":
+            "theirs = F.rms_norm(v, shape[-1:], g, eps=eps) + b",
+        '["1.46", "0.33", "-1.18", "-0.61"]': '["1.76", "0.88", "-0.29", "0.15"]',
+    },
     "sigma + eps": {
         "$\\sqrt{\\operatorname{Var} + \\varepsilon}$ and the biased variance":
             "$\\sigma + \\varepsilon$, as the textbook does\n($\\sigma$ the square root of the "

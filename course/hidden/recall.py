@@ -21,7 +21,7 @@ def _near(got, expected) -> str:
 
 
 def _count(rng: random.Random) -> Variant:
-    gap = rng.choice([2, 3, 4])
+    gap = rng.randrange(2, 9)
     between = "word" if gap == 2 else "words"
     return Variant(f"pairs {gap} apart", {
         "Counting bigrams": f"Counting pairs {gap} apart",

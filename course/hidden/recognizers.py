@@ -30,7 +30,7 @@ def _ties_near_zero(got, expected) -> str:
 
 
 def _previous(rng: random.Random) -> Variant:
-    k = rng.randrange(2, 6)
+    k = rng.randrange(2, 8)
     return Variant(f"copy x_(i-{k})", {
         "Copying the previous position": f"Copying from {k} positions back",
         "(Exercise 5.1 of": "(After Exercise 5.1 of",
@@ -50,7 +50,7 @@ def _previous(rng: random.Random) -> Variant:
 
 
 def _hard(rng: random.Random) -> Variant:
-    k = rng.randrange(2, 6)
+    k = rng.randrange(2, 8)
     tie = f"$j = i - {k}$ and $j = i - {k - 1}$"
     return Variant(f"ties at i-{k} and i-{k - 1}", {
         "position $i \\ge 1$ has **two** maximal scores, at\n$j = i - 1$ and $j = i$.":
@@ -94,8 +94,8 @@ def _zero(rng: random.Random) -> Variant:
             f'("balance", "is_0"): -1,\n            ("balance", "is_cls"): -{lead}}})',
         "all_strings(12)": f"all_strings({m})",
         "2 * w.sum(dim=1) == 12": f"w.sum(dim=1) == {k}",
-        "(2 * w.sum(dim=1) - 12) / 13": f"(2 * w.sum(dim=1) - {m} - {lead}) / {n}",
-        "(2k - m)/n;": f"(2k - m - {lead})/n;",
+        "2 * ones == 12": f"ones == {k}", "(2 * ones > 12)": f"(ones > {k})",
+        "where the 1s outnumber the 0s": f"where there are more than {k} 1s",
         "math.comb(12, 6)": f"math.comb({m}, {k})",
         "C(12, 6) = 924 ties of length 12": f"C({m}, {k}) = {ties} ties of length {m}",
         "majority_model(ties) < -1 / (2 * 13)":
