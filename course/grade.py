@@ -82,7 +82,13 @@ from course.sandbox import (
     run_sandboxed,
     sandbox_available,
 )
-from course.variants import apply_variants, chapter_variants, edition_name, read_roster
+from course.variants import (
+    apply_variants,
+    chapter_variants,
+    checked_course_seed,
+    edition_key,
+    read_roster,
+)
 
 JUDGE_SECONDS = 60  # the longest the grader spends judging one value
 # The least time the reference gets, per cell and in all (the students' defaults): it runs once
@@ -295,9 +301,7 @@ class Grader:
         self.module = hidden_tests.load(self.chapter, hidden)
         if roster is not None and course_seed is None:
             raise ValueError("roster: a roster needs a course_seed (--course-seed)")
-        if course_seed is not None:
-            chapter_variants({}, self.chapter, course_seed)  # refuses a seed that is not one
-        self.course_seed = course_seed
+        self.course_seed = None if course_seed is None else checked_course_seed(course_seed)
         self.roster = read_roster(roster) if roster is not None else None
         self.limits = {"timeout": timeout, "memory_gb": memory_gb, "max_seconds": max_seconds,
                        "processes": processes, "unsafe": unsafe}
@@ -316,7 +320,7 @@ class Grader:
         the edition's reference in the sandbox, once: an edition that failed raises its error
         again. Raises ``ValueError`` when a test fails on the reference, naming the
         reference's first cell that failed or ran out of time before it."""
-        name = edition_name(variants) if variants else None
+        name = edition_key(variants)
         if name not in self._variants:
             self._variants[name] = self._values(self._attempt_reference(variants))
         made = self._variants[name]
@@ -404,11 +408,12 @@ class Grader:
     def grade(self, notebook, student: str | None = None) -> list[ExerciseScore]:
         """The scores of the submitted notebook at path ``notebook``, one per exercise, against
         its variants (:meth:`variants_of`)."""
-        return self._judge(*self._run(notebook, student))
+        return self._judge(*self._run(notebook, student)[1])
 
     def _run(self, notebook, student: str | None, stop: threading.Event | None = None) -> tuple:
-        """Run the submission at path ``notebook`` in its sandbox (ended when ``stop`` is set);
-        what :meth:`_judge` needs. Safe in a worker thread once its variant is made
+        """Run the submission at path ``notebook`` in its sandbox (ended when ``stop`` is set):
+        ``(edition, judging)``, the name of its edition (:func:`edition_key`) and what
+        :meth:`_judge` needs. Safe in a worker thread once its variant is made
         (:meth:`variant`)."""
         path = as_path(notebook, "notebook")
         if path.is_symlink() or path.parent.is_symlink():
@@ -422,7 +427,7 @@ class Grader:
         tests, expected_values = self.variant(variants)
         to_run, where = notebook_to_run(submission, tests)
         outcome = run_sandboxed(to_run, **self.limits, stop=stop)
-        return tests, expected_values, to_run, where, outcome
+        return edition_key(variants), (tests, expected_values, to_run, where, outcome)
 
     def _judge(self, tests, expected_values, to_run, where, outcome) -> list[ExerciseScore]:
         """Score a run of :meth:`_run` (in the main thread, where each judgement is bounded in
@@ -479,8 +484,10 @@ class Grader:
         for path in notebooks:
             with suppress(Exception):  # the notebook's report will say why
                 variants = self.variants_of(path, student)
-                editions[edition_name(variants) if variants else None] = variants
+                editions[edition_key(variants)] = variants
         editions = {name: v for name, v in editions.items() if name not in self._variants}
+        if not editions:
+            return self._reports(notebooks, student, jobs)
         pool, stop = ThreadPoolExecutor(jobs, thread_name_prefix="reference"), threading.Event()
         try:
             runs = pool.map(self._attempt_reference, editions.values(),
@@ -492,14 +499,9 @@ class Grader:
             pool.shutdown(cancel_futures=True)
         return self._reports(notebooks, student, jobs)
 
-    def _edition(self, notebook, student: str | None) -> str | None:
-        """The name of the edition a submission is graded against (None: the book's)."""
-        variants = self.variants_of(notebook, student)
-        return edition_name(variants) if variants else None
-
     def _reports(self, notebooks: list, student: str | None, jobs: int):
         if jobs == 1:
-            yield from (self._report(path, student, self._attempt(path, student))
+            yield from (self._report(path, self._attempt(path, student))
                         for path in notebooks)
             return
         pool, stop = ThreadPoolExecutor(jobs, thread_name_prefix="grade"), threading.Event()
@@ -507,7 +509,7 @@ class Grader:
             runs = pool.map(self._attempt, notebooks, [student] * len(notebooks),
                             [stop] * len(notebooks))
             for path, ran in zip(notebooks, runs, strict=True):
-                yield self._report(path, student, ran)
+                yield self._report(path, ran)
         finally:  # interrupted, or closed early: end the sandboxes still running, start none
             stop.set()
             pool.shutdown(cancel_futures=True)
@@ -519,13 +521,14 @@ class Grader:
         except Exception as error:  # noqa: BLE001 - one submission never stops the batch
             return error
 
-    def _report(self, path, student: str | None, ran) -> Report:
+    def _report(self, path, ran) -> Report:
         """The report of a submission from its run, or from the error its run or judging
         raised."""
         if not isinstance(ran, Exception):
+            edition, judging = ran
             try:
-                return Report(str(path), self._judge(*ran), sandbox=self.sandbox,
-                              variant=self._edition(path, student))
+                return Report(str(path), self._judge(*judging), sandbox=self.sandbox,
+                              variant=edition)
             except Exception as error:  # noqa: BLE001 - one submission never stops the batch
                 ran = error
         why = str(ran) if isinstance(ran, ValueError) else (

@@ -61,6 +61,7 @@ WORKER = "/opt/grader/sandbox.py"  # where this file lies in the sandbox
 TMPFS_BYTES = 512 * 2**20  # each of HOME, /tmp and /dev/shm
 WRITABLE = ("/tmp", HOME, "/dev/shm")  # the sized folders, the only ones a submission writes
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl options
+GRACE_SECONDS = 5  # how long the sandbox may take to end after the worker's outcome is read
 # Modules the worker does without: nbformat validates with jsonschema, which checks IRIs with
 # rfc3987_syntax where it is installed, and that module builds its grammar on import (2 s of
 # every run, as long as the rest of a short submission); a notebook holds no IRI to check.
@@ -426,19 +427,26 @@ def checked_outcome(data: bytes) -> dict:
     return {"cells": cells, "printed": printed, "note": outcome["note"][:MAX_ERROR]}
 
 
-def _wait(worker: subprocess.Popen, seconds: float, stop: threading.Event | None) -> None:
-    """Wait until ``worker`` ends; raise ``subprocess.TimeoutExpired`` after ``seconds``, or as
-    soon as ``stop`` is set."""
+def _wait(worker: subprocess.Popen, seconds: float, stop: threading.Event | None,
+          reader: threading.Thread) -> None:
+    """Wait until ``worker`` ends, or at most :data:`GRACE_SECONDS` more once ``reader`` has
+    read the worker's outcome to its end (the worker has exited or closed it: whatever the
+    sandbox still runs, a process that a submission stopped or keeps alive, is killed next);
+    raise ``subprocess.TimeoutExpired`` after ``seconds``, or as soon as ``stop`` is set."""
     deadline = time.monotonic() + seconds
     while True:
         left = deadline - time.monotonic()
-        step = left if stop is None else min(left, 0.2)  # how long until stop is looked at
+        step = min(left, 0.2)  # how long until stop and the outcome are looked at
         try:
             worker.wait(timeout=max(step, 0))
             return
         except subprocess.TimeoutExpired:
-            if step >= left or stop.is_set():
+            if step >= left or stop is not None and stop.is_set():
                 raise
+            if not reader.is_alive():  # the outcome is in: give the sandbox a moment to end
+                with suppress(subprocess.TimeoutExpired):
+                    worker.wait(timeout=min(GRACE_SECONDS, max(left - step, 0)))
+                return
 
 
 def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float,
@@ -480,8 +488,11 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
         except OSError:
             pass
         try:
-            _wait(worker, max_seconds, stop)
-            finished, note = True, f"the grader's worker failed (exit status {worker.returncode})"
+            _wait(worker, max_seconds, stop, reader)
+            finished, note = True, (
+                "the grader's worker failed (its sandbox did not end by itself)"
+                if worker.returncode is None else
+                f"the grader's worker failed (exit status {worker.returncode})")
         except subprocess.TimeoutExpired:
             finished, note = False, (
                 "the grader stopped it" if stop is not None and stop.is_set()

@@ -48,17 +48,23 @@ class Variant:
     params: dict = field(default_factory=dict)
 
 
+def checked_course_seed(course_seed) -> int:
+    """``course_seed`` as an ``int`` (a NumPy integer too, so that the seed strings hold "2",
+    not "2.0"); raises ``ValueError`` unless it is a non-negative integer."""
+    if isinstance(course_seed, bool) or not isinstance(course_seed, numbers.Integral) or \
+            course_seed < 0:
+        raise ValueError(f"course_seed must be a non-negative integer, got {course_seed!r}")
+    return int(course_seed)
+
+
 def chapter_variants(make_variants: dict, chapter: str, course_seed: int,
                      student: str = "") -> dict[str, Variant]:
     """``{label: Variant}``: the variant of each exercise of ``chapter`` that the course seed
     (and ``student``, for a roster) gives, from its module's ``VARIANTS`` (``make_variants``),
     each drawn with a generator seeded by course seed, student, chapter and label."""
-    if isinstance(course_seed, bool) or not isinstance(course_seed, numbers.Integral) or \
-            course_seed < 0:
-        raise ValueError(f"course_seed must be a non-negative integer, got {course_seed!r}")
+    course_seed = checked_course_seed(course_seed)
     if not isinstance(student, str):
         raise TypeError(f"student must be a str, got {type(student).__name__}")
-    course_seed = int(course_seed)  # a NumPy integer too; the seed strings hold "2", not "2.0"
     return {label: make(random.Random(f"{course_seed}/{student}/{chapter}/{label}"))
             for label, make in make_variants.items()}
 
@@ -69,6 +75,12 @@ def edition_name(variants: dict[str, Variant]) -> str:
     text = json.dumps({label: [v.name, v.replace] for label, v in variants.items()},
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def edition_key(variants: dict[str, Variant]) -> str | None:
+    """The :func:`edition_name` of ``variants``, or ``None`` for the book's own exercises (no
+    variants): how the grader files an edition's reference."""
+    return edition_name(variants) if variants else None
 
 
 def _directive(kind: str, label: str) -> re.Pattern:

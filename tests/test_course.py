@@ -165,6 +165,11 @@ def answered(toy, name: str, double=DOUBLE, square=SQUARE, *more) -> Path:
     return path
 
 
+def indented(*sources: str) -> str:
+    """``sources`` as the body of an ``if``: a cell that answers only where an attack worked."""
+    return "\n".join("    " + line for source in sources for line in source.splitlines())
+
+
 def scores_of(grader, path) -> list[float]:
     return [s.score for s in grader.grade(path)]
 
@@ -424,6 +429,41 @@ def test_a_submission_sees_only_itself_in_the_quick_profile(toy, monkeypatch):
                 "    " + line for line in DOUBLE.splitlines()))
     grader = Grader(toy["reference"], toy["hidden"], seed=8, timeout=20)
     assert scores_of(grader, submit(toy, "looker", look)) == [2, 0]
+    # N6: what the sandbox shows of the host's paths (its mounts, bwrap's command line) names
+    # the Python environment, the companion and the worker's own file (course/sandbox.py),
+    # never the book, the hidden tests or a reference.
+    named = ("import glob\n"
+             "shown = open('/proc/self/mountinfo').read() + ''.join(\n"
+             "    open(path, errors='replace').read() for path in glob.glob('/proc/*/cmdline'))\n"
+             f"if not any(p in shown for p in {[str(looked_at[i]) for i in (0, 4, 5)]!r}):\n"
+             + indented(DOUBLE))
+    assert scores_of(grader, submit(toy, "surveyor", named)) == [2, 0]
+
+
+def test_a_sandbox_whose_first_process_is_stopped_is_graded_at_once(toy):
+    """The sandbox's first process (bubblewrap's, PID 1 inside) can be stopped with ptrace, so
+    the sandbox never ends by itself; the grader takes the outcome once the worker has
+    written it and ends the sandbox, rather than waiting out the time limit (found while
+    adding N1's test)."""
+    stop_init = ("import ctypes\n"
+                 "ctypes.CDLL(None).ptrace(ctypes.c_long(16), ctypes.c_long(1), None, None)")
+    grader = Grader(toy["reference"], toy["hidden"], seed=10, timeout=20, max_seconds=600)
+    assert scores_of(grader, answered(toy, "stops-init", DOUBLE, SQUARE, stop_init)) == [2, 3]
+
+
+def test_a_stopped_worker_costs_its_time_and_nothing_more(toy):
+    """N3: a submission that stops the worker (SIGSTOP) is ended at the limit for the whole
+    submission and scores nothing; the next is graded as usual."""
+    stop = ("import os, signal\n"
+            "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()]:\n"
+            "    if pid != os.getpid():\n"
+            "        try:\n            os.kill(pid, signal.SIGSTOP)\n"
+            "        except OSError:\n            pass\n" + DOUBLE)
+    grader = Grader(toy["reference"], toy["hidden"], seed=9, timeout=20, max_seconds=60)
+    stopped, honest = grader.grade_batch([answered(toy, "stopper", DOUBLE, SQUARE, stop),
+                                          answered(toy, "after-the-stopper")])
+    assert [s.score for s in stopped.exercises] == [0, 0], stopped
+    assert [s.score for s in honest.exercises] == [2, 3], honest
 
 
 # Each attack is one early cell, and answers nothing itself.
@@ -465,6 +505,34 @@ ATTACKS = {
         "try:\n    while True:\n"
         "        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n"
         "except RuntimeError:\n    pass"),
+    "attaches to the worker or reads it through /proc (N1)": (
+        "import ctypes, glob, os\n"
+        "libc, reached = ctypes.CDLL(None, use_errno=True), []\n"
+        "for pid in [os.getppid()]:  # the worker, which started this kernel\n"
+        "    for path in [f'/proc/{pid}/mem', f'/proc/{pid}/environ',\n"
+        "                 *glob.glob(f'/proc/{pid}/fd/*')]:\n"
+        "        try:\n            open(path, 'rb').read(1)\n            reached.append(path)\n"
+        "        except OSError:\n            pass\n"
+        "    if libc.ptrace(ctypes.c_long(16), ctypes.c_long(pid), None, None) == 0:\n"
+        "        reached.append(pid)  # PTRACE_ATTACH\n"
+        "if reached:\n" + indented(DOUBLE, SQUARE)),
+    "leaves a key in a keyring (N4)": (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "add_key = {'x86_64': 248, 'aarch64': 217}.get(os.uname().machine)\n"
+        "for ring in (-3, -4, -5):  # the session, user and user-session keyrings\n"
+        "    if add_key:\n"
+        "        libc.syscall(ctypes.c_long(add_key), b'user', b'grade-n4', b'x',\n"
+        "                     ctypes.c_long(1), ctypes.c_long(ring))"),
+    "finds a key a submission before it left (N4)": (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "keyctl = {'x86_64': 250, 'aarch64': 219}.get(os.uname().machine)\n"
+        "found = keyctl and any(\n"
+        "    libc.syscall(ctypes.c_long(keyctl), ctypes.c_long(10), ctypes.c_long(ring),\n"
+        "                 b'user', b'grade-n4', ctypes.c_long(0)) > 0  # KEYCTL_SEARCH\n"
+        "    for ring in (-3, -4, -5))\n"
+        "if found:\n" + indented(DOUBLE, SQUARE)),
     "fills every folder it can write": (
         "import os\n"
         "for folder in ['/tmp', os.path.expanduser('~'), '/dev/shm', '.']:\n"
@@ -515,13 +583,13 @@ def test_limits_hold_for_the_whole_submission(toy):
               "held = [child.stdout.readline() == b'held\\n' for child in children]\n"
               "for child in children:\n    child.stdin.close()\n    child.wait()\n"
               "if all(held):\n"
-              + "\n".join("    " + line for line in DOUBLE.splitlines()))
+              + indented(DOUBLE))
     processes = ("import subprocess\nchildren = []\n"
                  "try:\n    for _ in range(100):\n"
                  "        children.append(subprocess.Popen(['sleep', '600']))\n"
                  "except OSError:\n    pass\n"
                  "if len(children) == 100:\n"
-                 + "\n".join("    " + line for line in DOUBLE.splitlines()))
+                 + indented(DOUBLE))
     grader = Grader(toy["reference"], toy["hidden"], seed=15, timeout=30, memory_gb=2,
                     processes=64)
     if "(cgroup)" not in enforced_limits(2, 64):  # then the grader says what holds instead
@@ -898,6 +966,79 @@ def test_twelve_courses_get_twelve_editions():
     assert len({edition_name(edition) for edition in editions}) == 12
     for label in module.VARIANTS:
         assert len({edition[label].name for edition in editions}) >= 3, label
+
+
+def _names_read(tests: list[HiddenTest]) -> frozenset[str]:
+    """The names of the submission's that hidden tests read (not the grader's ``_``-names)."""
+    import ast
+    import builtins
+    return frozenset(node.id for test in tests
+                     for node in ast.walk(ast.parse(f"{test.setup}\n{test.expression}"))
+                     if isinstance(node, ast.Name) and not node.id.startswith("_")
+                     and not hasattr(builtins, node.id))
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if hasattr(hidden.load(c.stem),
+                                                                    "VARIANTS")],
+                         ids=lambda p: p.stem)
+def test_every_variant_of_an_exercise_is_answered_under_one_name(chapter):
+    """N22: where each variant named its function apart (``three_ones``, ``four_zeros``), one
+    notebook could carry every variant's answer and score full marks for everyone. Every variant
+    of an exercise now reads the same names."""
+    module = hidden.load(chapter.stem)
+    read = {}
+    for seed in range(40):
+        variants = chapter_variants(module.VARIANTS, chapter.stem, seed)
+        for label, tests in module.hidden_tests(random.Random(seed), variants).items():
+            read.setdefault(label, set()).add(_names_read(tests))
+    assert {label: len(names) for label, names in read.items()} == dict.fromkeys(read, 1), read
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if hasattr(hidden.load(c.stem),
+                                                                    "VARIANTS")],
+                         ids=lambda p: p.stem)
+def test_every_variant_edition_fits_the_page(chapter):
+    """A variant's code obeys the book's 79 characters a line, in the editions of 40 courses."""
+    module, book = hidden.load(chapter.stem), nbformat.read(chapter, as_version=4)
+    for seed in range(40):
+        edition = apply_variants(book, chapter_variants(module.VARIANTS, chapter.stem, seed))
+        for cell in edition.cells:
+            if cell.cell_type == "code":
+                long = [line for line in cell.source.splitlines() if len(line) > 79]
+                assert not long, (seed, cell.metadata.get("exercise"), long)
+
+
+@pytest.mark.parametrize("course_seed", [None, *range(8)])
+def test_zeros_pass_no_test_of_the_margin_exercise(course_seed):
+    """e2: a no_margin that returns zeros passes no hidden test of ex-rec-zero, in the book's
+    exercise or a variant: each test's strings include some that are not ties. The expected
+    values are the construction's logits without the margin, (2k - m - lead) / n."""
+    from companion.languages import all_strings
+    module = hidden.load("recognizers")
+    variants = {} if course_seed is None else chapter_variants(module.VARIANTS, "recognizers",
+                                                                 course_seed)
+    lead = variants["ex-rec-zero"].params["lead"] if variants else 0
+    no_margin = lambda w: (2 * w.sum(dim=1) - w.shape[1] - lead) / (w.shape[1] + 1)  # noqa: E731
+    for test in module.hidden_tests(random.Random(course_seed), variants)["ex-rec-zero"]:
+        expected = eval(test.expression, {"no_margin": no_margin, "all_strings": all_strings,
+                                          "torch": __import__("torch")}).tolist()
+        assert test.judge(expected, expected) == ""
+        assert test.judge([0.0] * len(expected), expected), test.expression
+
+
+def test_a_huge_circuit_of_the_wrong_class_is_refused_before_it_runs(monkeypatch):
+    """N34: 950,000 characters of MAJORITY gates for an AC exercise are refused by the class
+    rule; the judge never evaluates the circuit."""
+    module = hidden.load("circuits")
+    monkeypatch.setattr("companion.circuits.Circuit.evaluate",
+                        lambda *_: pytest.fail("a refused circuit was evaluated"))
+    test = module.hidden_tests(random.Random(0), {})["ex-circ-two"][-1]
+    n = int(re.search(r"two_ones\((\d+)\)", test.expression)[1])
+    gates = [["MAJORITY", list(range(n))] for _ in range(20_000)]
+    gates.append(["OR", list(range(n, n + 20_000))])
+    assert len(json.dumps(gates)) > 950_000
+    why = test.judge([n, gates, n + 20_000], None)
+    assert "gate rules of AC" in why, why
 
 
 def test_a_variant_must_match_the_book():

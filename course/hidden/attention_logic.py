@@ -92,14 +92,14 @@ def _factor(rng: random.Random) -> Variant:
         [f"$Q_{factor[-1]}(i)$ holds"]
         + [f"$Q_{s}$ holds at $i - {k}$" for k, s in enumerate(reversed(factor[:-1]), 1)])
     return Variant(f"the factor {factor}", {
-        "has_01": f"has_{factor}",
+        "has_01": "has_factor",
         "the factor 01 (the symbols 0\nand 1 at two consecutive positions)":
             f"the factor {factor} (the symbols\n{symbols} at {count} consecutive positions)",
         "A factor 01 ends at $i$ when $Q_1(i)$ holds and $Q_0$ holds at $i - 1$":
             f"A factor {factor} ends at $i$ when {held}",
         'Q("1") & previous(Q("0"))  # a 01 ends at i': f"{_ends(factor)}  # a {factor} ends at i",
         '"01" in "".join': f'"{factor}" in "".join',
-    }, {"factor": factor, "name": f"has_{factor}"})
+    }, {"factor": factor, "name": "has_factor"})
 
 
 # --- ex-logic-depth: another rule for the same walk over the program -----------------------
@@ -144,12 +144,12 @@ NO_10 = ("For\n`no_10` the bound is 8, the depth of its circuits from $m = 4$ on
 BOOK_VALUES = ('assert depth_bound(rasp.EXAMPLES["no_10"]) == 8\n'
                'assert depth_bound(rasp.EXAMPLES["first"]) == 3\n'
                'assert depth_bound(leftmost("all", True & at_j(Q("1")), True, False)) == 4')
-# Each rule's replacements of the book's text; the function's new name replaces "depth_bound"
-# last, everywhere.
+# Each rule's replacements of the book's text; the function's new name, the same for every rule
+# (so one notebook cannot answer both), replaces "depth_bound" last, everywhere.
 DEPTH_RULES = {
-    "NOT gates for free": ("depth_without_not", {
+    "NOT gates for free": ("program_measure", {
         STATEMENT:
-            "`depth_without_not(program)`, a bound on the depth of a B-RASP program's circuit "
+            "`program_measure(program)`, a bound on the depth of a B-RASP program's circuit "
             "when\nNOT gates cost nothing (as if every NOT were pushed down to the inputs by De "
             "Morgan's laws),\ncomputed from the program alone by the rules of "
             "{prf:ref}`prop-logic-depth` exactly, but for\nthree: $B(Q_0) = 0$, $B(\\neg P) = "
@@ -186,10 +186,10 @@ DEPTH_RULES = {
             "for name, program in rasp.EXAMPLES.items():\n    if rasp.is_b_rasp(program):\n"
             "        depths",
     }),
-    "attention layers": ("attention_layers", {
+    "attention layers": ("program_measure", {
         "The depth, from the program alone": "The attention layers, from the program alone",
         STATEMENT:
-            "`attention_layers(program)`: the largest number of attention operations on one "
+            "`program_measure(program)`: the largest number of attention operations on one "
             "path\nthrough a B-RASP program (each reading the one before), computed from the "
             "program alone: the\nattention layers a transformer needs if attentions that do not "
             "read each other share a layer\n(the rules: an attention is one more than the most "
@@ -268,7 +268,7 @@ def _count(rng: random.Random) -> Variant:
     other = 1 - symbol
     times = {2: "twice", 3: "three times", 4: "four times"}[k]
     words = f"{'more than' if strict else 'at least'} {times} as many {symbol}s as {other}s"
-    name = f"{['zeros', 'ones'][symbol]}_{'above' if strict else 'at_least'}_{k}_times"
+    name = "ratio_program"  # one name for every variant (N22)
     sign = ">" if strict else ">="
     return Variant(words, {
         "twice_as_many": name,

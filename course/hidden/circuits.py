@@ -95,7 +95,7 @@ def _or(rng: random.Random) -> Variant:
         "circuit.set_output(layer[0])": 'circuit.set_output(circuit.gate("NOT", layer[0]))',
         "math.ceil(math.log2(n)) if n > 1 else 0":
             f"math.ceil(math.log2(-(-n // {p}))) + 1 if n else 0",
-        "lambda w: w.sum(dim=1) > 0": f"lambda w: w[:, ::{p}].sum(dim=1) == 0",
+        "lambda w: w.sum(dim=1) > 0": f"lambda w: w[:, ::{p}].sum(1) == 0",
     }, {"family": "nor_family", "language": lambda w: w[:, ::p].sum(dim=1) == 0,
         "circuit_class": "NC", "short": range(1, 11),
         "max_depth": lambda n: math.ceil(math.log2(-(-n // p))) + 1 if n else 0})
@@ -104,7 +104,7 @@ def _or(rng: random.Random) -> Variant:
 def _two(rng: random.Random) -> Variant:
     t, symbol = rng.choice([3, 4]), rng.choice([1, 0])
     word = {3: "three", 4: "four"}[t]
-    family, depth = f"{word}_{['zeros', 'ones'][symbol]}", 3 - symbol  # NOT gates for 0s
+    family, depth = "at_least", 3 - symbol  # NOT gates for 0s; one name (N22)
     negated = "" if symbol else "    negated = [circuit.gate(\"NOT\", i) for i in range(n)]\n"
     gates, literal, nodes = (("AND and OR", "w_i", "n + 1") if symbol else
                              ("NOT, AND and OR", "\\neg w_i", "2n + 1"))
@@ -126,7 +126,7 @@ def _two(rng: random.Random) -> Variant:
             f'{negated}    sets = [circuit.gate("AND", *s) for s in combinations('
             f'{"range(n)" if symbol else "negated"}, {t})]\n',
         "*pairs": "*sets",
-        "lambda w: w.sum(dim=1) >= 2,": f"lambda w: (w == {symbol}).sum(dim=1) >= {t},",
+        "lambda w: w.sum(dim=1) >= 2,": f"lambda w: (w == {symbol}).sum(1) >= {t},",
         '"AC", max_depth=2)': f'"AC", max_depth={depth},\n'
                               "                                sampled_lengths=(16, 24))",
         "20 * sizes[0]": f"{2 * 4**t} * sizes[0]",
@@ -141,7 +141,7 @@ def _half(rng: random.Random) -> Variant:
     e, ahead, behind = abs(d), "1" if d > 0 else "0", "0" if d > 0 else "1"
     words = f"exactly {['one', 'three'][e // 2]} more {ahead}{'s' * (e > 1)} than {behind}s"
     constants = f"{e} constant{'s' * (e > 1)}"
-    family = f"{['zeros', 'ones'][d > 0]}_ahead_by_{e}"
+    family = "ahead_family"  # one name for every variant, so one notebook answers one
     sign, pads = ("+", ["falses", "trues"]) if d > 0 else ("-", ["trues", "falses"])
     return Variant(words, {
         "Exactly half with": f"{words.capitalize()} with",

@@ -72,8 +72,8 @@ CALL = 'm = first_error_length(dtype, "01")'
 
 QUESTIONS = {
     "last_right_length": {
-        CALL: 'right = last_right_length(dtype, "01")\n    m = right + 1 if right < 60 else None',
-        "first_error_length": "last_right_length",
+        CALL: 'right = precision_measure(dtype, "01")\n    m = right + 1 if right < 60 else None',
+        "first_error_length": "precision_measure",
         FIRST_ERROR: "the largest $m \\le 60$ such that\n`parity_decoder(dtype)` writes only right "
                      "states on every length up to $m$",
         NONE_CLAUSE: " (0 if it errs at length 1). Find it",
@@ -81,10 +81,10 @@ QUESTIONS = {
         "            return m\n    return None": "            return m - 1\n    return 60",
     },
     "error_count": {
-        CALL: 'count = error_count(dtype, "01")\n'
+        CALL: 'count = precision_measure(dtype, "01")\n'
               "    assert count == sum(errs(dtype, k) for k in range(1, 61)), count\n"
               "    m = next((k for k in range(1, 61) if errs(dtype, k)), None)",
-        "first_error_length": "error_count",
+        "first_error_length": "precision_measure",
         FIRST_ERROR: "the number of lengths $m \\le 60$ at which\n`parity_decoder(dtype)` writes "
                      "some wrong state",
         NONE_CLAUSE: ". Find it",
@@ -104,7 +104,8 @@ PATTERNS = ["01", "10", "0110", "011", "001", "1"]
 
 def _question(rng: random.Random) -> Variant:
     name = rng.choice(sorted(QUESTIONS))
-    return Variant(f"{name} instead of first_error_length", QUESTIONS[name], {"function": name})
+    return Variant(f"{name} instead of first_error_length", QUESTIONS[name],
+                   {"function": "precision_measure"})  # one name for every variant (N22)
 
 
 def _precision_tests(rng: random.Random, function: str) -> list[HiddenTest]:

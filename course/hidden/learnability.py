@@ -105,9 +105,9 @@ def _dilution(rng: random.Random) -> Variant:
     return Variant(words, {
         "How much attention does position 1 get?": "Where does CLS's attention go?",
         "`weight_on_first(n, c, scaled)`: that attention weight, with": (
-            f"`{name}(n, c, scaled)`: {words},\nwith"),
+            f"`dilution_measure(n, c, scaled)`: {words},\nwith"),
         "The check reads the weight": "The check reads the attention",
-        "weight_on_first(": f"{name}(",
+        "weight_on_first(": "dilution_measure(",  # one name for every variant (N22)
         "return top / (top + n - 1)": f"return {value}",
         "network = trace.attention[1][0, 0, 0, 1].item()  # layer 2, CLS": (
             "row = trace.attention[1][0, 0, 0]  # layer 2, CLS\n"
@@ -116,7 +116,7 @@ def _dilution(rng: random.Random) -> Variant:
          "the dilution\nof the figure. With scaling the logit becomes $c \\log n$, the weight\n"
          "$n^c / (n^c + n - 1)$, which tends to 1 for $c > 1$, to $1/2$ for $c = 1$, and to 0 "
          "for\n$c < 1$."): solution,
-    }, {"function": name})
+    }, {"function": "dilution_measure"})
 
 
 LEVELS = {0.8: ("10th", "90th"), 0.9: ("5th", "95th"), 0.98: ("1st", "99th"),
