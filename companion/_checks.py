@@ -166,6 +166,50 @@ def check_device(value, name: str = "device") -> torch.device | None:
 MAX_STATES, MAX_SYMBOLS = 1000, 100  # of a DFA's table
 
 
+def _states(collection, name: str) -> set:
+    if isinstance(collection, str | bytes) or not hasattr(collection, "__iter__"):
+        raise TypeError(f"{name} must be a collection of states, got {collection!r}")
+    return {check_int(q, f"each {name[:-1] if name.endswith('s') else name} state", minimum=0,
+                      maximum=MAX_STATES - 1) for q in collection}
+
+
+def check_tm(transitions, start, accepting, rejecting, blank):
+    """``(table, start, accepting, rejecting, blank)`` after checking a one-tape Turing
+    machine: ``transitions`` a dict from ``(state, symbol)`` to ``(state, symbol, move)``,
+    move -1 or +1, states and symbols ints >= 0; the input is over {0, 1} and ``blank`` is
+    another symbol; accepting and rejecting states are disjoint and have no transitions.
+    ``table`` is the dict with plain ints."""
+    if not isinstance(transitions, dict):
+        raise TypeError("transitions must be a dict mapping (state, symbol) to "
+                        f"(state, symbol, move), got {type(transitions).__name__}")
+    blank = check_int(blank, "blank", minimum=2, maximum=MAX_SYMBOLS - 1)
+    table = {}
+    for key, target in transitions.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise TypeError(f"transitions: each key must be a (state, symbol) pair, got {key!r}")
+        if not (isinstance(target, tuple | list) and len(target) == 3):
+            raise TypeError(f"transitions[{key!r}] must be a (state, symbol, move) triple, "
+                            f"got {target!r}")
+        q, a = (check_int(x, f"transitions key {key!r}", minimum=0, maximum=limit - 1)
+                for x, limit in zip(key, (MAX_STATES, MAX_SYMBOLS), strict=True))
+        r, b = (check_int(x, f"transitions[{key!r}]", minimum=0, maximum=limit - 1)
+                for x, limit in zip(target[:2], (MAX_STATES, MAX_SYMBOLS), strict=True))
+        move = check_int(target[2], f"transitions[{key!r}]'s move", minimum=-1, maximum=1)
+        if move == 0:
+            raise ValueError(f"transitions[{key!r}]'s move must be -1 (left) or +1 (right), "
+                             "got 0")
+        table[q, a] = (r, b, move)
+    start = check_int(start, "start", minimum=0, maximum=MAX_STATES - 1)
+    accepting, rejecting = _states(accepting, "accepting"), _states(rejecting, "rejecting")
+    if accepting & rejecting:
+        raise ValueError(f"accepting and rejecting states must differ, both hold "
+                         f"{sorted(accepting & rejecting)}")
+    halting = sorted({q for q, _ in table} & (accepting | rejecting))
+    if halting:
+        raise ValueError(f"transitions: the halting states {halting} must have no transitions")
+    return table, start, accepting, rejecting, blank
+
+
 def check_dfa(transitions, start, accepting):
     """``(table LongTensor[S, k], start, accepting BoolTensor[S])`` after checking a DFA:
     ``transitions[state][symbol]`` the next state (states ``0..S-1``, symbols ``0..k-1``),

@@ -30,6 +30,10 @@ then one step per written state, with the keys and values of earlier positions k
 causal pass (teacher forcing). The companion's :class:`~companion.transformer.Encoder` has
 no causal mask and reads one logit at CLS, so :class:`Decoder` reuses its layers' weights and
 feed-forward networks but computes the masked attention itself.
+
+:func:`compile_tm` builds a decoder of the same kind that runs a one-tape Turing machine, one
+move per written token, with a layer-norm hash to find the head's cell (its docstring has the
+construction).
 """
 
 import itertools
@@ -38,8 +42,16 @@ import math
 import torch
 from torch import nn
 
-from companion._checks import check_bool, check_dfa, check_dtype, check_int, check_tensor
+from companion._checks import (
+    check_bool,
+    check_dfa,
+    check_dtype,
+    check_int,
+    check_tensor,
+    check_tm,
+)
 from companion.languages import _as_permutation, _cycles
+from companion.layernorm import layer_norm
 from companion.layout import Layout
 from companion.transformer import MAX_WIDTH, EncoderLayer
 
@@ -72,19 +84,45 @@ class Cache:
         self.positions = decoder.positions(torch.arange(length, device=like.device)).to(like)
 
 
+class LayerNormHash(nn.Module):
+    """The layer-norm hash of [merrill2024expressive] §3 as a sublayer: for each of ``g`` pairs
+    of scalars ``(u, v)`` read from the residual stream by ``W_in [g, 2, d]``, the layer
+    normalization of ``[u, v, -u, -v]``, written back by ``W_out [d, g, 4]`` and added (a layer
+    normalization of a projection of the residual stream: their projected pre-norm). The
+    result is ``[x, 1, -x, -1] / sqrt((x^2 + 1) / 2)`` with ``x = u / v`` for ``v > 0``,
+    whatever the common scale of ``u`` and ``v``, and two hashes have the inner product
+    ``4 (x y + 1) / sqrt((x^2 + 1)(y^2 + 1))``, which is 4 exactly when ``x = y``. Its ``eps``
+    is the dtype's smallest normal number, so that ``(0, 0)`` hashes to the zero vector."""
+
+    def __init__(self, W_in, W_out):
+        super().__init__()
+        self.W_in = nn.Parameter(W_in, requires_grad=False)
+        self.W_out = nn.Parameter(W_out, requires_grad=False)
+
+    def forward(self, a):
+        """``a [..., d]`` plus the hashes of its ``g`` pairs, written where ``W_out`` says."""
+        uv = torch.einsum("gkd,...d->...gk", self.W_in, a)
+        z = torch.cat([uv, -uv], dim=-1)  # [u, v, -u, -v]
+        hashed = layer_norm(z, eps=torch.finfo(a.dtype).tiny)
+        return a + torch.einsum("dgk,...gk->...d", self.W_out, hashed)
+
+
 class Decoder(nn.Module):
     """A causal decoder: ``embedding [V, d]`` rows for the ``V`` tokens (named by ``tokens``), a
     position embedding ``positions(i: LongTensor[N]) -> [N, d]``, layers
     (:class:`~companion.transformer.EncoderLayer`), and the logits ``output_weight [S, d] @ a``
     of the ``S`` tokens it writes, the token ids ``first_written, ..., first_written + S - 1``.
-    ``layout`` names the ``d`` dimensions. :func:`compile_dfa` builds one."""
+    ``layout`` names the ``d`` dimensions. ``hashes`` maps a layer's index to a
+    :class:`LayerNormHash` applied to the residual stream just before that layer's attention.
+    :func:`compile_dfa` and :func:`compile_tm` build one."""
 
     def __init__(self, embedding, positions, layers, output_weight, first_written: int,
-                 layout, tokens):
+                 layout, tokens, hashes: dict | None = None):
         super().__init__()
         self.embedding = nn.Parameter(embedding, requires_grad=False)
         self.positions, self.layout, self.tokens = positions, layout, list(tokens)
         self.layers = nn.ModuleList(layers)
+        self.hashes = nn.ModuleDict({str(n): h for n, h in (hashes or {}).items()})
         self.output_weight = nn.Parameter(output_weight, requires_grad=False)
         self.first_written = first_written
 
@@ -99,7 +137,10 @@ class Decoder(nn.Module):
                   >= torch.arange(end, device=where)) if end > start + 1 else None
         a = self.embedding[tokens] + cache.positions[start:end]
         stages = [a]
-        for layer, keys, values in zip(self.layers, cache.keys, cache.values, strict=True):
+        for n, (layer, keys, values) in enumerate(zip(self.layers, cache.keys, cache.values,
+                                                      strict=True)):
+            if str(n) in self.hashes:
+                a = self.hashes[str(n)](a)
             keys[:, :, start:end] = a @ layer.W_K.transpose(1, 2).unsqueeze(1)
             values[:, :, start:end] = a @ layer.W_V.transpose(1, 2).unsqueeze(1)
             query = a @ layer.W_Q.transpose(1, 2).unsqueeze(1)  # [heads, B, t, d_hid]
@@ -199,6 +240,195 @@ def word_problem_dfa(generators=("(01)", "(01234)"), k: int = 5):
     return transitions, 0, [0]
 
 
+MOVES = (-1, 0, 1)
+"""The head's moves a Turing-machine decoder writes: left, stay (only where a left move at cell
+0 is refused, or the machine has halted) and right."""
+MAX_TM_POSITIONS = 4096
+"""The most positions (prompt and moves) a :func:`compile_tm` decoder is built for."""
+
+
+def tm_scale(max_positions: int) -> float:
+    """``C = R (N + 1) (N^2 + 1)^2``: the factor of the hash scores in :func:`compile_tm` for
+    ``N = max_positions``, so that every score gap is at least ``R = SCALE = 1024``."""
+    return SCALE * (max_positions + 1) * (max_positions**2 + 1) ** 2
+
+
+def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
+               max_positions: int = 512, dtype=torch.float64) -> Decoder:
+    """A :class:`Decoder` that runs a one-tape Turing machine, writing one move per step
+    ([merrill2024expressive] §3; [perez2021attention]).
+
+    ``transitions`` maps ``(state, symbol)`` to ``(state', symbol', move)``, move -1 (left)
+    or +1 (right); the input is over {0, 1}, ``blank`` fills the rest of the tape, and the head
+    starts on cell 0 in state ``start``. A move left at cell 0 stays there; a halting state
+    (``accepting`` or ``rejecting``) or a missing transition ends the run, and the decoder then
+    writes the same move, ``(q, a, 0)``, for ever. The sequence is ``w START`` and then the moves
+    ``(q_s, b_s, d_s)``, each a token: ``q_s`` the state after step ``s``, ``b_s`` the symbol it
+    wrote, ``d_s`` in :data:`MOVES`. The decoder is built for sequences of up to
+    ``max_positions`` positions (at most :data:`MAX_TM_POSITIONS`).
+
+    Two layers of :class:`~companion.transformer.EncoderLayer` and a :class:`LayerNormHash`:
+
+    1. uniform causal attention averages the moves and the START flag: position ``i`` gets
+       ``h/(i+1)`` and ``1/(i+1)``, ``h`` the head's cell, the sum of the moves so far; the FFN
+       forms each position's cell key ``(u, v)``, ``(c/(i+1), 1/(i+1))`` for a move that wrote
+       cell ``c = h - d``, ``(j, 1)`` for the input symbol on cell ``j`` and ``(0, 0)`` for
+       START, and ``i`` for the moves (recency);
+    2. the layer-norm hash turns ``(h/(i+1), 1/(i+1))`` and the cell keys into unit vectors
+       whose inner product is 4 exactly for the same cell; the head's query meets them with
+       scores ``C (hash . hash) + R i`` for a move (the latest write to the cell wins) and
+       ``C (4 - delta)`` for START, ``delta = 1 / (N^2 + 1)^2``, above any other cell and below
+       the head's own (a blank, never written), with :func:`tm_scale` ``C``; the FFN applies the
+       transition to (the current state, the symbol read), one ReLU per pair, and a second for
+       a left move that would leave cell 0 (read from the hash: its second entry is
+       ``sqrt(2)`` exactly at cell 0, at most 1 elsewhere).
+
+    Every score gap is at least ``R = 1024``, so attention is hard, while the scores, of size
+    about ``4 C``, are resolved to well within ``R``: about ``log2(4 (N + 1)(N^2 + 1)^2)`` bits
+    of significand, which float64 has for ``N`` near 1000 and float32 only for ``N`` below 20.
+    """
+    table, start, accepting, rejecting, blank = check_tm(transitions, start, accepting,
+                                                         rejecting, blank)
+    N = check_int(max_positions, "max_positions", minimum=2, maximum=MAX_TM_POSITIONS)
+    states = {start} | accepting | rejecting | {q for q, _ in table} | {
+        r for r, _, _ in table.values()}
+    symbols = {0, 1, blank} | {a for _, a in table} | {b for _, b, _ in table.values()}
+    S, G = max(states) + 1, max(symbols) + 1
+    moves = list(itertools.product(range(S), range(G), MOVES))
+    if S * G > MAX_PAIRS:
+        raise ValueError(f"transitions: compile_tm takes at most {MAX_PAIRS} (state, symbol) "
+                         f"pairs (an FFN unit each), got {S} states x {G} symbols")
+    L = Layout(*(f"holds={a}" for a in range(G)), *(f"state={q}" for q in range(S)),
+               "is_input", "is_start", "is_move", "move", "right", "left", "1", "i",
+               "h/(i+1)", "1/(i+1)", "key_u", "key_v", "recency",
+               *(f"q_hash{k}" for k in range(4)), *(f"k_hash{k}" for k in range(4)),
+               *(f"read={a}" for a in range(G)), *(f"next={t}" for t in range(len(moves))))
+    index = {move: t for t, move in enumerate(moves)}
+    embedding = torch.stack([
+        *(L.vector({f"holds={a}": 1, "is_input": 1}) for a in (0, 1)),
+        L.vector({f"holds={blank}": 1, "is_start": 1, f"state={start}": 1}),
+        *(L.vector({"is_move": 1, f"state={q}": 1, f"holds={b}": 1, "move": d,
+                    "right": float(d == 1), "left": float(d == -1)}) for q, b, d in moves)])
+
+    def positions(i):
+        pe = torch.zeros(len(i), L.d, dtype=torch.float64, device=i.device)
+        pe[:, L["1"]], pe[:, L["i"]] = 1.0, i.double()
+        return pe
+
+    count = EncoderLayer(L.d, d_hid=1, heads=1, d_ff=6)  # scores 0: the uniform average
+    units = Layout("d/(i+1) right", "d/(i+1) left", "j", "1/(i+1) move", "input", "i move")
+    hashed = LayerNormHash(torch.zeros(2, 2, L.d), torch.zeros(L.d, 2, 4))
+    read = EncoderLayer(L.d, d_hid=5, heads=1, d_ff=2 * S * G)
+    hid = Layout("x0", "x1", "x2", "x3", "const")
+    pairs = Layout(*(f"{kind} q={q},a={a}" for q in range(S) for a in range(G)
+                     for kind in ("go", "stay")))
+    C, R, lin = tm_scale(N), SCALE, 1 / (math.sqrt(2) - 1)
+    with torch.no_grad():
+        count.W_V[0] = L.matrix(L, {("h/(i+1)", "move"): 1.0, ("key_u", "move"): 1.0,
+                                    ("1/(i+1)", "is_start"): 1.0})
+        count.W_F1.copy_(units.matrix(L, {
+            ("d/(i+1) right", "1/(i+1)"): 1.0, ("d/(i+1) right", "right"): 1.0,
+            ("d/(i+1) left", "1/(i+1)"): 1.0, ("d/(i+1) left", "left"): 1.0,
+            ("j", "i"): 1.0, ("j", "is_input"): N, ("1/(i+1) move", "1/(i+1)"): 1.0,
+            ("1/(i+1) move", "is_move"): 1.0, ("input", "is_input"): 1.0,
+            ("i move", "i"): 1.0, ("i move", "is_move"): N}))
+        count.b_F1.copy_(units.vector({"d/(i+1) right": -1.0, "d/(i+1) left": -1.0, "j": -N,
+                                       "1/(i+1) move": -1.0, "i move": -N}))
+        count.W_F2.copy_(L.matrix(units, {
+            ("key_u", "d/(i+1) right"): -1.0, ("key_u", "d/(i+1) left"): 1.0,
+            ("key_u", "j"): 1.0, ("key_v", "1/(i+1) move"): 1.0, ("key_v", "input"): 1.0,
+            ("recency", "i move"): 1.0}))
+        for g, (u, v) in enumerate([("h/(i+1)", "1/(i+1)"), ("key_u", "key_v")]):
+            hashed.W_in[g, 0, L[u]], hashed.W_in[g, 1, L[v]] = 1.0, 1.0
+            for k in range(4):
+                hashed.W_out[L[f"{'qk'[g]}_hash{k}"], g, k] = 1.0
+        read.W_Q[0] = hid.matrix(L, {**{(f"x{k}", f"q_hash{k}"): C for k in range(4)},
+                                     ("const", "1"): 1.0})
+        read.W_K[0] = hid.matrix(L, {**{(f"x{k}", f"k_hash{k}"): 1.0 for k in range(4)},
+                                     ("const", "is_start"): 4 * C - R * (N + 1),
+                                     ("const", "recency"): R})
+        read.W_V[0] = L.matrix(L, {(f"read={a}", f"holds={a}"): 1.0 for a in range(G)})
+        W1, b1, W2 = {}, {}, {}
+        for q, a in itertools.product(range(S), range(G)):
+            go, stay = f"go q={q},a={a}", f"stay q={q},a={a}"
+            r, b, d = table.get((q, a), (q, a, 0))  # halted or stuck: the same move for ever
+            W1 |= {(go, f"state={q}"): 1.0, (go, f"read={a}"): 1.0}
+            b1[go] = -1.0
+            W2[f"next={index[r, b, d]}", go] = 1.0
+            if d == -1:  # at cell 0, stay instead: lin * (q_hash1 - 1) is 1 there, <= 0 elsewhere
+                W1 |= {(stay, f"state={q}"): 1.0, (stay, f"read={a}"): 1.0,
+                       (stay, "q_hash1"): lin}
+                b1[stay] = -2.0 - lin
+                W2 |= {(f"next={index[r, b, -1]}", stay): -1.0,
+                       (f"next={index[r, b, 0]}", stay): 1.0}
+        read.W_F1.copy_(pairs.matrix(L, W1))
+        read.b_F1.copy_(pairs.vector(b1))
+        read.W_F2.copy_(L.matrix(pairs, W2))
+    output_weight = torch.stack([L.vector({f"next={t}": 1.0}) for t in range(len(moves))])
+    tokens = ["0", "1", "START", *(f"(q{q},{b},{d:+d})" for q, b, d in moves)]
+    decoder = Decoder(embedding, positions, [count, read], output_weight, 3, L, tokens,
+                      hashes={1: hashed})
+    decoder.machine = {"transitions": table, "start": start, "accepting": accepting,
+                       "rejecting": rejecting, "blank": blank}
+    decoder.moves, decoder.max_positions = torch.tensor(moves, dtype=torch.long), N
+    decoder.halting = torch.tensor([q in accepting | rejecting for q in range(S)])
+    decoder.final = torch.tensor([q in accepting for q in range(S)])
+    return decoder.to(_check_float(dtype))
+
+
+_X, _Y, _B = 3, 4, 2  # marks, and the blank
+TM_EXAMPLES = {
+    # Mark a 0 as X, run right to the first 1, mark it Y, run back to the X, repeat; accept
+    # when only Ys are left. States: 0 start, 1 right, 2 back, 3 check the Ys, 5 accept.
+    "0^n 1^n": ({(0, 0): (1, _X, 1), (0, _Y): (3, _Y, 1), (0, _B): (5, _B, 1),
+                 (1, 0): (1, 0, 1), (1, _Y): (1, _Y, 1), (1, 1): (2, _Y, -1),
+                 (2, 0): (2, 0, -1), (2, _Y): (2, _Y, -1), (2, _X): (0, _X, 1),
+                 (3, _Y): (3, _Y, 1), (3, _B): (5, _B, 1)}, 0, [5], [6]),
+    # Blank the first symbol, carry it (state 1 or 2) to the last, compare (3 or 4), blank
+    # that too and go back (5); accept (6) when nothing is left. A mismatch has no
+    # transition: the run is stuck, and rejected.
+    "palindromes": ({(0, 0): (1, _B, 1), (0, 1): (2, _B, 1), (0, _B): (6, _B, 1),
+                     (1, 0): (1, 0, 1), (1, 1): (1, 1, 1), (1, _B): (3, _B, -1),
+                     (2, 0): (2, 0, 1), (2, 1): (2, 1, 1), (2, _B): (4, _B, -1),
+                     (3, 0): (5, _B, -1), (3, _B): (6, _B, 1),
+                     (4, 1): (5, _B, -1), (4, _B): (6, _B, 1),
+                     (5, 0): (5, 0, -1), (5, 1): (5, 1, -1), (5, _B): (0, _B, 1)},
+                    0, [6], [7]),
+    # Binary increment, least significant bit first: 1s become 0s until a 0 or the end
+    # becomes 1; it accepts every string, and the tape holds w + 1.
+    "increment": ({(0, 1): (0, 0, 1), (0, 0): (1, 1, 1), (0, _B): (1, 1, 1)}, 0, [1], []),
+}
+"""Turing machines for :func:`compile_tm`, name -> ``(transitions, start, accepting,
+rejecting)``, blank 2: two languages that are not regular and a function."""
+
+
+def run_tm(transitions, start: int, accepting, rejecting, w, blank: int = 2,
+           steps: int | None = None):
+    """The moves of the machine on each string of ``w`` by direct simulation (a dict for the
+    tape, one string at a time): the reference that :func:`decode` is checked against.
+    Returns ``(moves LongTensor[B, t, 3], accepts BoolTensor[B])`` as :func:`decode` does, a
+    run that ended (a halting state, a missing transition) repeating ``(q, a, 0)``; ``t`` is
+    ``steps``, or by default the longest run's moves (each run stops at ``10**5``)."""
+    table, start, accepting, rejecting, blank = check_tm(transitions, start, accepting,
+                                                         rejecting, blank)
+    limit = 10**5 if steps is None else check_int(steps, "steps", minimum=0)
+    runs, accepts = [], []
+    for word in _as_symbols(w, 2).tolist():
+        tape, state, head, moves = dict(enumerate(word)), start, 0, []
+        while len(moves) < limit and state not in accepting | rejecting and (
+                state, tape.get(head, blank)) in table:
+            state, written, move = table[state, tape.get(head, blank)]
+            tape[head], move = written, 0 if head == 0 and move == -1 else move
+            moves.append((state, written, move))
+            head += move
+        runs.append((moves, (state, tape.get(head, blank), 0)))
+        accepts.append(state in accepting)
+    t = max((len(moves) for moves, _ in runs), default=0) if steps is None else limit
+    padded = [moves + [end] * (t - len(moves)) for moves, end in runs]
+    return (torch.tensor(padded, dtype=torch.long).reshape(len(runs), t, 3),
+            torch.tensor(accepts, dtype=torch.bool))
+
+
 def _as_symbols(w, k: int) -> torch.Tensor:
     """``w`` (a ``LongTensor[B, m]``, or a str of the ASCII digits 0..k-1 where ``k <= 10``)
     checked against the alphabet 0..k-1."""
@@ -219,20 +449,36 @@ def _as_symbols(w, k: int) -> torch.Tensor:
     return w.long()
 
 
-def _check_decoder(decoder) -> Decoder:
-    if not isinstance(decoder, Decoder) or not hasattr(decoder, "transitions"):
-        raise TypeError(f"decoder must come from compile_dfa, got {type(decoder).__name__}")
-    return decoder
+def _check_decoder(decoder, machine: bool = False) -> Decoder:
+    """``decoder``, from :func:`compile_dfa` (or, where ``machine``, also :func:`compile_tm`)."""
+    if isinstance(decoder, Decoder) and (hasattr(decoder, "transitions") or
+                                         machine and hasattr(decoder, "machine")):
+        return decoder
+    made = "compile_dfa or compile_tm" if machine else "compile_dfa"
+    raise TypeError(f"decoder must come from {made}, got {type(decoder).__name__}")
 
 
-def decode(decoder: Decoder, w, record: bool = False):
+def decode(decoder: Decoder, w, record: bool = False, max_steps: int | None = None):
     """Greedy decoding: the states the decoder writes, ``LongTensor[B, m]`` (state numbers),
     and its verdict ``BoolTensor[B]`` (the last state, or the start state when ``m = 0``, is
     accepting). One pass reads the prompt ``w START`` and writes ``q_1``; then ``m - 1`` steps,
     each for the whole batch, read the state written last and write the next, with the keys
     and values of earlier positions kept in a :class:`Cache`. With ``record``, also returns
-    the stages ``[a0, c1, a1, c2, a2]`` at every position read, each ``[B, 2m, d]``."""
-    _check_decoder(decoder)
+    the stages ``[a0, c1, a1, c2, a2]`` at every position read, each ``[B, 2m, d]``.
+
+    For a Turing machine's decoder (:func:`compile_tm`) it returns the moves written,
+    ``LongTensor[B, t, 3]`` (state, symbol written, move), and the verdict, ``True`` where
+    the machine accepts within ``max_steps`` steps (``None``: until every run halts, within
+    the decoder's ``max_positions``). ``t`` is the longest run's steps; a run that ended
+    earlier repeats its last move, ``(q, a, 0)``."""
+    _check_decoder(decoder, machine=True)
+    if hasattr(decoder, "machine"):
+        if record:
+            raise ValueError("record: only a DFA's decoder (compile_dfa) records its stages")
+        return _decode_tm(decoder, w, max_steps)
+    if max_steps is not None:
+        raise ValueError("max_steps: a DFA's decoder writes one state per symbol; max_steps "
+                         "is for a Turing machine's (compile_tm)")
     record = check_bool(record, "record")
     S, k = decoder.transitions.shape
     w = _as_symbols(w, k).to(decoder.embedding.device)
@@ -254,6 +500,50 @@ def decode(decoder: Decoder, w, record: bool = False):
     stages = [torch.cat([chunk[s] for chunk in chunks], 1) if chunks else empty[s]
               for s in range(len(empty))]
     return states, verdict, stages
+
+
+def _decode_tm(decoder: Decoder, w, max_steps: int | None):
+    """:func:`decode` for a Turing machine's decoder: the prompt in one pass, then one step
+    per move for the whole batch, until every run has halted or is stuck (it wrote the same
+    move, staying, twice) or ``max_steps`` moves are written."""
+    w = _as_symbols(w, 2).to(decoder.embedding.device)
+    B, m = w.shape
+    room = decoder.max_positions - m  # moves that fit: move s is computed at position m+s-1
+    if room < 1:
+        raise ValueError(f"w: strings of length {m} need a decoder with max_positions above "
+                         f"{m}, got {decoder.max_positions}")
+    if max_steps is not None:
+        max_steps = check_int(max_steps, "max_steps", minimum=0)
+        if max_steps > room:
+            raise ValueError(f"max_steps: {max_steps} moves after a prompt of {m + 1} tokens "
+                             f"need more than the decoder's max_positions "
+                             f"({decoder.max_positions}); compile with a larger one")
+    limit = room if max_steps is None else max_steps
+    moves, halting = decoder.moves.to(w.device), decoder.halting.to(w.device)
+
+    def ended():  # per run: halted, or stuck (the same staying move twice)
+        last = moves[written[-1]]
+        stuck = ((written[-1] == written[-2]) & (last[:, 2] == 0) if len(written) > 1
+                 else torch.zeros_like(halting[last[:, 0]]))
+        return halting[last[:, 0]] | stuck
+
+    tokens = torch.cat([w, torch.full((B, 1), 2, dtype=torch.long, device=w.device)], 1)
+    cache, written = Cache(decoder, B, max(m + limit, 1)), []
+    with torch.no_grad():
+        while len(written) < limit:
+            start = 0 if not written else m + len(written)
+            written.append(decoder.run(tokens, start, cache)[:, -1])
+            if bool(ended().all()):
+                break
+            tokens = decoder.first_written + written[-1][:, None]
+    if max_steps is None and limit and not bool(ended().all()):
+        raise ValueError(f"w: a run did not halt within the decoder's max_positions "
+                         f"({decoder.max_positions}); compile with a larger one, or pass "
+                         "max_steps")
+    steps = moves[torch.stack(written, 1)] if written else w.new_zeros(B, 0, 3)
+    state = steps[:, -1, 0] if written else torch.full((B,), decoder.machine["start"],
+                                                      device=w.device)
+    return steps, decoder.final.to(w.device)[state]
 
 
 def forced_states(decoder: Decoder, w) -> torch.Tensor:

@@ -157,8 +157,47 @@ def _hahn_tests(rng: random.Random, kind: str) -> list[HiddenTest]:
     return tests
 
 
+# --- ex-steps-machine: groups of another size ----------------------------------------------
+
+RATIOS = {(1, 2): "twice as many 1s as 0s", (2, 1): "twice as many 0s as 1s",
+          (1, 3): "three times as many 1s as 0s", (3, 1): "three times as many 0s as 1s",
+          (2, 3): "two 0s for every three 1s", (3, 2): "three 0s for every two 1s"}
+NUMBERS = {1: "one", 2: "two", 3: "three"}
+
+
+def _ratio(rng: random.Random) -> Variant:
+    zeros, ones = rng.choice(sorted(RATIOS))
+    words, z, o = RATIOS[zeros, ones], NUMBERS[zeros], NUMBERS[ones]
+    return Variant(words, {
+        "that accepts the strings with as many 0s as 1s.":
+            f"that accepts the strings with {words}\n(${zeros}g$ 0s and ${ones}g$ 1s for "
+            "some $g \\ge 0$).",
+        "cross out one 0 and one 1 at a time": f"cross out {z} 0s and {o} 1s at a time",
+        "here one 0 and one 1": f"here {z} 0s and {o} 1s",
+        "return grouping_tm(1, 1)": f"return grouping_tm({zeros}, {ones})",
+        "in_ratio = lambda w: (w == 0).sum(dim=1) == (w == 1).sum(dim=1)":
+            "def in_ratio(w):\n"
+            "    zeros, ones = (w == 0).sum(dim=1), (w == 1).sum(dim=1)\n"
+            f"    return (zeros * {ones} == ones * {zeros}) & (zeros % {zeros} == 0)\n\n",
+    }, {"zeros": zeros, "ones": ones})
+
+
+def _machine_tests(rng: random.Random, zeros: int = 1, ones: int = 1) -> list[HiddenTest]:
+    """Two batches of strings longer than the check's, half of them in the language (a group
+    count g, shuffled) and half not, decided by the submission's machine."""
+    tests = []
+    for _ in range(2):
+        g = rng.randrange(2, 4)
+        m = g * (zeros + ones)
+        members = [rng.sample([0] * (g * zeros) + [1] * (g * ones), m) for _ in range(4)]
+        others = [[rng.randrange(2) for _ in range(m)] for _ in range(4)]
+        tests.append(HiddenTest(f"[bool(v) for v in decode(compile_tm(*ratio_tm()), "
+                                f"torch.tensor({members + others}))[1]]", EXACT))
+    return tests
+
+
 VARIANTS = {"ex-steps-compile": _counter, "ex-steps-precision": _question,
-            "ex-steps-hahn": _count}
+            "ex-steps-hahn": _count, "ex-steps-machine": _ratio}
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
@@ -170,4 +209,7 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
         "ex-steps-precision": _precision_tests(
             rng, param("ex-steps-precision", "function", "first_error_length")),
         "ex-steps-hahn": _hahn_tests(rng, param("ex-steps-hahn", "kind", "book")),
+        "ex-steps-machine": _machine_tests(
+            rng, **(variants["ex-steps-machine"].params if "ex-steps-machine" in variants
+                    else {})),
     }
