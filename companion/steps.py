@@ -253,8 +253,21 @@ def tm_scale(max_positions: int) -> float:
     return SCALE * (max_positions + 1) * (max_positions**2 + 1) ** 2
 
 
+def tm_bits(max_positions: int) -> float:
+    """``log2(4 C / R)``: the bits of significand that resolve the scores of a
+    :func:`compile_tm` decoder for ``N = max_positions`` (of size about ``4 C``) to within its
+    gap ``R``; a dtype should have a few more (:data:`TM_MARGIN_BITS`)."""
+    return math.log2(4 * tm_scale(max_positions) / SCALE)
+
+
+TM_MARGIN_BITS = 4
+"""The bits that :func:`compile_tm` asks of a dtype beyond :func:`tm_bits`: the hash and the
+inner products round too."""
+
+
 def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
-               max_positions: int = 512, dtype=torch.float64) -> Decoder:
+               max_positions: int = 512, dtype=torch.float64,
+               allow_rounding: bool = False) -> Decoder:
     """A :class:`Decoder` that runs a one-tape Turing machine, writing one move per step
     ([merrill2024expressive] §3; [perez2021attention]).
 
@@ -283,21 +296,36 @@ def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
        a left move that would leave cell 0 (read from the hash: its second entry is
        ``sqrt(2)`` exactly at cell 0, at most 1 elsewhere).
 
-    Every score gap is at least ``R = 1024``, so attention is hard, while the scores, of size
-    about ``4 C``, are resolved to well within ``R``: about ``log2(4 (N + 1)(N^2 + 1)^2)`` bits
-    of significand, which float64 has for ``N`` near 1000 and float32 only for ``N`` below 20.
+    Every score gap is at least ``R = 1024``, so every weight but the largest is below
+    ``e^-1024`` times it and underflows to 0, while the scores, of size about ``4 C``, must be
+    resolved to well within ``R``: :func:`tm_bits` bits of significand. ``compile_tm`` refuses
+    a ``dtype`` that lacks them with :data:`TM_MARGIN_BITS` to spare (float64 holds ``N`` up to
+    about 700, float32 only below 10), and one whose range does not hold ``C`` (float16),
+    unless ``allow_rounding``, which builds the decoder anyway, to study where rounding breaks
+    it.
     """
     table, start, accepting, rejecting, blank = check_tm(transitions, start, accepting,
                                                          rejecting, blank)
     N = check_int(max_positions, "max_positions", minimum=2, maximum=MAX_TM_POSITIONS)
+    dtype, allow_rounding = _check_float(dtype), check_bool(allow_rounding, "allow_rounding")
+    if 4 * tm_scale(N) > torch.finfo(dtype).max:
+        raise ValueError(f"dtype: the scores of a decoder for max_positions = {N} reach "
+                         f"{4 * tm_scale(N):.3g}, beyond the largest {dtype} "
+                         f"({torch.finfo(dtype).max:.3g})")
+    if tm_bits(N) + TM_MARGIN_BITS > SIGNIFICAND_BITS[dtype] and not allow_rounding:
+        raise ValueError(f"max_positions: a decoder for {N} positions needs about "
+                         f"{tm_bits(N):.0f} + {TM_MARGIN_BITS} bits of significand, and "
+                         f"{dtype} has {SIGNIFICAND_BITS[dtype]}; use fewer positions or "
+                         "float64, or pass allow_rounding=True to study the errors")
     states = {start} | accepting | rejecting | {q for q, _ in table} | {
         r for r, _, _ in table.values()}
     symbols = {0, 1, blank} | {a for _, a in table} | {b for _, b, _ in table.values()}
     S, G = max(states) + 1, max(symbols) + 1
     moves = list(itertools.product(range(S), range(G), MOVES))
-    if S * G > MAX_PAIRS:
-        raise ValueError(f"transitions: compile_tm takes at most {MAX_PAIRS} (state, symbol) "
-                         f"pairs (an FFN unit each), got {S} states x {G} symbols")
+    width = 2 * G + S + 21 + len(moves)  # the layout below: one dimension per move token
+    if width > MAX_WIDTH:
+        raise ValueError(f"transitions: {S} states x {G} tape symbols make {len(moves)} move "
+                         f"tokens and a model dimension of {width}, above {MAX_WIDTH}")
     L = Layout(*(f"holds={a}" for a in range(G)), *(f"state={q}" for q in range(S)),
                "is_input", "is_start", "is_move", "move", "right", "left", "1", "i",
                "h/(i+1)", "1/(i+1)", "key_u", "key_v", "recency",
@@ -373,7 +401,7 @@ def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
     decoder.moves, decoder.max_positions = torch.tensor(moves, dtype=torch.long), N
     decoder.halting = torch.tensor([q in accepting | rejecting for q in range(S)])
     decoder.final = torch.tensor([q in accepting for q in range(S)])
-    return decoder.to(_check_float(dtype))
+    return decoder.to(dtype)
 
 
 _X, _Y, _B = 3, 4, 2  # marks, and the blank
@@ -406,9 +434,11 @@ def run_tm(transitions, start: int, accepting, rejecting, w, blank: int = 2,
            steps: int | None = None):
     """The moves of the machine on each string of ``w`` by direct simulation (a dict for the
     tape, one string at a time): the reference that :func:`decode` is checked against.
-    Returns ``(moves LongTensor[B, t, 3], accepts BoolTensor[B])`` as :func:`decode` does, a
-    run that ended (a halting state, a missing transition) repeating ``(q, a, 0)``; ``t`` is
-    ``steps``, or by default the longest run's moves (each run stops at ``10**5``)."""
+    Returns ``(moves LongTensor[B, t, 3], accepts BoolTensor[B])`` as :func:`decode` does: a
+    run ends at a halting state or a missing transition, or when it writes the same staying
+    move twice, and then repeats ``(q, a, 0)``. ``t`` is ``steps``, or by default the longest
+    run's moves; without ``steps`` a run that has not ended after ``10**5`` moves raises
+    ``ValueError``."""
     table, start, accepting, rejecting, blank = check_tm(transitions, start, accepting,
                                                          rejecting, blank)
     limit = 10**5 if steps is None else check_int(steps, "steps", minimum=0)
@@ -421,6 +451,11 @@ def run_tm(transitions, start: int, accepting, rejecting, w, blank: int = 2,
             tape[head], move = written, 0 if head == 0 and move == -1 else move
             moves.append((state, written, move))
             head += move
+            if move == 0 and moves[-2:-1] == moves[-1:]:
+                break  # the same staying move twice: a loop at cell 0
+        else:
+            if steps is None and len(moves) == limit:
+                raise ValueError(f"w: a run did not end within {limit} moves; pass steps")
         runs.append((moves, (state, tape.get(head, blank), 0)))
         accepts.append(state in accepting)
     t = max((len(moves) for moves, _ in runs), default=0) if steps is None else limit
@@ -468,9 +503,13 @@ def decode(decoder: Decoder, w, record: bool = False, max_steps: int | None = No
 
     For a Turing machine's decoder (:func:`compile_tm`) it returns the moves written,
     ``LongTensor[B, t, 3]`` (state, symbol written, move), and the verdict, ``True`` where
-    the machine accepts within ``max_steps`` steps (``None``: until every run halts, within
-    the decoder's ``max_positions``). ``t`` is the longest run's steps; a run that ended
-    earlier repeats its last move, ``(q, a, 0)``."""
+    the machine accepts within ``max_steps`` steps. A run *ends* when it reaches a halting
+    state or a missing transition, after which the decoder writes ``(q, a, 0)`` for ever, or
+    when it writes the same staying move twice (a loop at cell 0, which never halts, and is
+    rejected). Decoding stops when every run has ended or after ``max_steps`` moves; with
+    ``None``, a run that has not ended within the decoder's ``max_positions`` raises
+    ``ValueError``. ``t`` is the number of steps decoded; a run that ended earlier repeats
+    ``(q, a, 0)``."""
     _check_decoder(decoder, machine=True)
     if hasattr(decoder, "machine"):
         if record:

@@ -34,7 +34,8 @@ def simulate(machine, word, max_steps=10_000):
 def check(machine, words, max_positions=512, dtype=torch.float64):
     """Decode ``words`` (lists of one length) in one batch; each run's moves and verdict
     must be the simulation's."""
-    decoder = compile_tm(*machine, max_positions=max_positions, dtype=dtype)
+    decoder = compile_tm(*machine, max_positions=max_positions, dtype=dtype,
+                         allow_rounding=dtype != torch.float64)
     w = torch.tensor(words, dtype=torch.long).reshape(len(words), -1)
     written, verdict = decode(decoder, w)
     for row, word in enumerate(words):
@@ -120,11 +121,61 @@ def test_float32_errs_where_the_scores_outgrow_its_significand():
     does not."""
     assert 24 < math.log2(4 * tm_scale(512) / SCALE) < 48
     words = [[0] * n + [1] * n for n in (4, 6)]
-    decoder = compile_tm(*ZEROS_THEN_ONES, max_positions=512, dtype=torch.float32)
+    decoder = compile_tm(*ZEROS_THEN_ONES, max_positions=512, dtype=torch.float32,
+                         allow_rounding=True)
     right = [simulate(ZEROS_THEN_ONES, word)[0] for word in words]
     written, _ = decode(decoder, torch.tensor(words[:1]))
     assert [tuple(m) for m in written[0, :len(right[0])].tolist()] != right[0]
     check(ZEROS_THEN_ONES, words[1:], max_positions=512, dtype=torch.float64)
+
+
+def random_machine(seed, states=4, symbols=4):
+    """A machine with random transitions, some missing, left moves at cell 0 included."""
+    rng = random.Random(seed)
+    transitions = {(q, a): (rng.randrange(states + 2), rng.randrange(symbols),
+                            rng.choice([-1, 1]))
+                   for q in range(states) for a in range(symbols) if rng.random() < 0.85}
+    return transitions, rng.randrange(states), [states], [states + 1]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_machines_on_every_string_up_to_length_5(seed):
+    machine = random_machine(seed)
+    for m in range(6):
+        words = list(itertools.product([0, 1], repeat=m))
+        decoder = compile_tm(*machine, max_positions=128)
+        w = torch.tensor(words, dtype=torch.long).reshape(len(words), m)
+        written, verdict = decode(decoder, w, max_steps=100)
+        t = written.shape[1]  # decoding stops once every run has ended
+        for row, word in enumerate(words):
+            moves, accepts = simulate(machine, list(word), max_steps=100)
+            assert [tuple(x) for x in written[row, :len(moves)].tolist()] == moves[:t], word
+            assert all(move == moves[t - 1] for move in moves[t:]), word  # a loop at cell 0
+            assert bool(verdict[row]) == accepts, word
+
+
+def test_a_loop_at_cell_0_ends_the_run_and_rejects():
+    machine = ({(0, 0): (0, 0, -1), (0, 1): (1, 1, 1)}, 0, [1], [])  # 0 at cell 0: for ever
+    written, verdict = decode(compile_tm(*machine), "01")
+    assert verdict.tolist() == [False] and written[0, -2:].tolist() == [[0, 0, 0]] * 2
+    moves, accepts = run_tm(*machine, "01")
+    assert accepts.tolist() == [False] and torch.equal(moves, written[:, :moves.shape[1]])
+    with pytest.raises(ValueError, match="did not end within"):
+        run_tm({(0, 0): (0, 0, 1), (0, BLANK): (0, BLANK, 1)}, 0, [1], [], "0")
+
+
+def test_a_dtype_without_the_bits_or_the_range_is_refused():
+    assert compile_tm(*INCREMENT, max_positions=600).max_positions == 600
+    with pytest.raises(ValueError, match="max_positions: a decoder for 4096 positions needs"):
+        compile_tm(*INCREMENT, max_positions=4096)
+    with pytest.raises(ValueError, match="float32 has 24"):
+        compile_tm(*INCREMENT, max_positions=64, dtype=torch.float32)
+    with pytest.raises(ValueError, match="beyond the largest torch.float16"):
+        compile_tm(*INCREMENT, max_positions=2, dtype=torch.float16, allow_rounding=True)
+    built = compile_tm(*INCREMENT, max_positions=64, dtype=torch.float32, allow_rounding=True)
+    assert built.embedding.dtype == torch.float32
+    with pytest.raises(ValueError, match="model dimension"):
+        compile_tm({(q, 0): (q, 99, 1) for q in range(20)}, 0, [20], [])
 
 
 @pytest.mark.parametrize("args, error, words", [

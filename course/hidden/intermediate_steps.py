@@ -165,15 +165,28 @@ RATIOS = {(1, 2): "twice as many 1s as 0s", (2, 1): "twice as many 0s as 1s",
 NUMBERS = {1: "one", 2: "two", 3: "three"}
 
 
+def _some(count: int, symbol: str) -> str:
+    """``"one 0"``, ``"two 0s"``, ..."""
+    return f"{NUMBERS[count]} {symbol}{'s' * (count > 1)}"
+
+
+def _times(count: int) -> str:
+    """``"g"``, ``"2g"``, ... in math."""
+    return f"${count if count > 1 else ''}g$"
+
+
 def _ratio(rng: random.Random) -> Variant:
     zeros, ones = rng.choice(sorted(RATIOS))
-    words, z, o = RATIOS[zeros, ones], NUMBERS[zeros], NUMBERS[ones]
+    words = RATIOS[zeros, ones]
+    group = f"{_some(zeros, '0')} and {_some(ones, '1')}"
     return Variant(words, {
         "that accepts the strings with as many 0s as 1s.":
-            f"that accepts the strings with {words}\n(${zeros}g$ 0s and ${ones}g$ 1s for "
-            "some $g \\ge 0$).",
-        "cross out one 0 and one 1 at a time": f"cross out {z} 0s and {o} 1s at a time",
-        "here one 0 and one 1": f"here {z} 0s and {o} 1s",
+            f"that accepts the strings with {words}\n({_times(zeros)} 0s and "
+            f"{_times(ones)} 1s for some $g \\ge 0$).",
+        "cross out one 0 and one 1 at a time": f"cross out {group} at a time",
+        "here one 0 and one 1": f"here {group}",
+        "as for the chapter's machines. (On $0^n 1^n$ the model answer makes $3n^2 + n + 1$\n"
+        "moves.)": "as for the chapter's machines.",
         "return grouping_tm(1, 1)": f"return grouping_tm({zeros}, {ones})",
         "in_ratio = lambda w: (w == 0).sum(dim=1) == (w == 1).sum(dim=1)":
             "def in_ratio(w):\n"
@@ -183,11 +196,12 @@ def _ratio(rng: random.Random) -> Variant:
 
 
 def _machine_tests(rng: random.Random, zeros: int = 1, ones: int = 1) -> list[HiddenTest]:
-    """Two batches of strings longer than the check's, half of them in the language (a group
-    count g, shuffled) and half not, decided by the submission's machine."""
+    """Two batches of strings of 9 to 16 symbols, longer than the check's, decided by the
+    submission's machine: four in the language (g groups, shuffled) and four drawn at random
+    (mostly outside it)."""
     tests = []
     for _ in range(2):
-        g = rng.randrange(2, 4)
+        g = rng.choice([g for g in range(1, 17) if 9 <= g * (zeros + ones) <= 16])
         m = g * (zeros + ones)
         members = [rng.sample([0] * (g * zeros) + [1] * (g * ones), m) for _ in range(4)]
         others = [[rng.randrange(2) for _ in range(m)] for _ in range(4)]
