@@ -17,8 +17,20 @@ from companion.constructions import parity_transformer
 from companion.languages import random_strings
 from companion.rasp import EXAMPLES, to_circuit
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
-from companion.runtime import device, set_seed
-from companion.steps import decode, parity_decoder
+from companion.runtime import describe_device, device, set_seed, using_threads
+from companion.steps import (
+    MAX_TM_POSITIONS,
+    SIGNIFICAND_BITS,
+    TM_EXAMPLES,
+    TM_MARGIN_BITS,
+    Cache,
+    compile_dfa,
+    compile_tm,
+    decode,
+    parity_decoder,
+    tm_bits,
+    word_problem_dfa,
+)
 from companion.training import Grid, Recognizer
 from companion.training import train as train_grid
 
@@ -61,16 +73,76 @@ def bench_parity(batch=1000, m=999):
           f"{seconds:.2f} s")
 
 
+def decoding_macs(decoder, positions: int, written: int) -> int:
+    """The multiply-adds of one string's greedy decoding by ``decoder`` over ``positions``
+    positions, ``written`` of which write a token, counted from its own matrices and the rows
+    its :class:`~companion.steps.Cache` keeps: at position ``i``, each layer's query, key and
+    value projections (``d (2 r_K + r_V)`` per head), its scores and weighted sum over the
+    ``i + 1`` positions so far (``(i + 1)(r_K + r_V)`` per head) and its FFN (``2 d d_ff``);
+    at a writing position, the output layer. (The layer-norm hash of a Turing machine's
+    decoder, ``O(d)``, is left out.)"""
+    d, total = decoder.layout.d, written * decoder.output_weight.numel()
+    for layer, (_, W_K, W_V) in zip(decoder.layers, Cache(decoder, 1, 1).weights, strict=True):
+        heads, r_K, r_V = W_K.shape[0], W_K.shape[1], W_V.shape[1]
+        total += positions * heads * d * (2 * r_K + r_V)
+        total += positions * (positions + 1) // 2 * heads * (r_K + r_V)
+        total += positions * 2 * d * layer.W_F1.shape[0]
+    return total
+
+
+def matmul_rate(batch: int, width: int = 256) -> float:
+    """Multiply-adds per second of a float64 matmul ``[batch, width] @ [width, width]`` (the
+    shape of the S5 decoder's FFN, ``d = 249``, 240 units) on :func:`device`, on the threads
+    :func:`companion.steps.decode` uses: the machine's speed at the decoders' arithmetic."""
+    generator = set_seed(0)
+    x, W = (torch.randn(n, width, generator=generator, dtype=torch.float64).to(device())
+            for n in (batch, width))
+    with using_threads():
+        return batch * width * width / time_call(lambda: x @ W, repeats=20)
+
+
 def bench_decoding(batch=1000, m=1000):
-    """Greedy decoding with intermediate steps (:func:`companion.steps.decode`): the PARITY
-    decoder on ``batch`` random strings of length ``m``, float64. Decoding keeps a key/value
-    cache (each step computes one new position); there is no recompute mode to compare."""
-    decoder = parity_decoder().to(device())
-    w = random_strings(batch, m, generator=set_seed(0)).to(device())
-    seconds = time_call(lambda: decode(decoder, w), repeats=1)
-    print(f"\nparity_decoder, {batch} strings of m = {m}, float64, KV cache, on {device()}: "
-          f"{seconds:.2f} s, {batch * 2 * m / seconds:,.0f} positions/s "
-          f"({batch * m / seconds:,.0f} written tokens/s)")
+    """Greedy decoding with intermediate steps (:func:`companion.steps.decode`), float64:
+    written tokens per second of the PARITY decoder and the S5 decoder (``word_problem_dfa()``)
+    on ``batch`` random strings of length ``m``, and of the increment Turing machine on
+    ``batch`` strings ``1^m'``, its longest run (``m' + 1`` moves), ``m'`` the largest length up
+    to ``m`` that float64 decodes exactly (its ``max_positions`` at most 675). Beside each, the
+    bound that the arithmetic sets (:func:`decoding_macs`, at the speed of
+    :func:`matmul_rate`) and the fraction of it measured. The bound counts multiply-adds
+    alone: attention over a cache one or two numbers wide does about one multiply-add per
+    number it reads and one exp per score, so where attention is most of the work (PARITY,
+    the Turing machine) the fraction is small; S5's FFN runs at the matmul's speed."""
+    rate = matmul_rate(batch)
+    exact = max(N for N in range(2, MAX_TM_POSITIONS + 1)
+                if tm_bits(N) + TM_MARGIN_BITS <= SIGNIFICAND_BITS[torch.float64])
+    m_tm = min(m, (exact - 1) // 2)
+    w = random_strings(batch, m, generator=set_seed(0))
+    cases = {"PARITY": (parity_decoder(), w),
+             "S5 word problem": (compile_dfa(*word_problem_dfa()), w),
+             "TM increment": (compile_tm(*TM_EXAMPLES["increment"], max_positions=2 * m_tm + 1),
+                              torch.ones(batch, m_tm, dtype=torch.long))}
+    with using_threads():  # the threads decode computes on
+        where = describe_device()
+    print(f"\ngreedy decoding, float64, {batch} strings, on {where}; float64 matmul "
+          f"[{batch}, 256] @ [256, 256]: {rate / 1e9:.2f} G multiply-adds/s")
+    print(f"{'decoder':>16} {'m':>5} {'d':>4} {'MACs/token':>11} {'tokens/s':>10} "
+          f"{'bound':>10} {'fraction':>9}  (bound: tokens/s at the matmul's speed)")
+    for name, (decoder, strings) in cases.items():
+        decoder = decoder.to(device())
+        decode(decoder, strings[:2, :10])  # warm-up
+        if device().type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        written = decode(decoder, strings)[0]
+        if device().type == "cuda":
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        steps = written.shape[1]
+        positions = 2 * steps if name != "TM increment" else strings.shape[1] + steps
+        macs = decoding_macs(decoder, positions, steps) / steps  # per written token
+        measured, bound = batch * steps / seconds, rate / macs
+        print(f"{name:>16} {strings.shape[1]:>5} {decoder.layout.d:>4} {macs:>11,.0f} "
+              f"{measured:>10,.0f} {bound:>10,.0f} {measured / bound:>9.3f}")
 
 
 def bench_figure2(batch=1000):

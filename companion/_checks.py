@@ -210,10 +210,12 @@ def check_tm(transitions, start, accepting, rejecting, blank):
     return table, start, accepting, rejecting, blank
 
 
-def check_dfa(transitions, start, accepting):
+def check_dfa(transitions, start, accepting, max_pairs: int | None = None):
     """``(table LongTensor[S, k], start, accepting BoolTensor[S])`` after checking a DFA:
     ``transitions[state][symbol]`` the next state (states ``0..S-1``, symbols ``0..k-1``),
-    ``start`` a state, ``accepting`` a collection of states."""
+    ``start`` a state, ``accepting`` a collection of states. At most ``MAX_STATES`` states and
+    ``MAX_SYMBOLS`` symbols, and where ``max_pairs`` is given (``compile_dfa``: one FFN unit
+    per pair), at most that many (state, symbol) pairs ``S * k``."""
     if not isinstance(transitions, list | tuple) or not transitions:
         raise TypeError("transitions must be a non-empty list of rows, transitions[state][symbol]")
     if not all(isinstance(row, list | tuple) for row in transitions):
@@ -221,6 +223,9 @@ def check_dfa(transitions, start, accepting):
     S, k = len(transitions), len(transitions[0])
     check_int(S, "len(transitions)", maximum=MAX_STATES)
     check_int(k, "len(transitions[0]) (the alphabet's size)", minimum=1, maximum=MAX_SYMBOLS)
+    if max_pairs is not None and S * k > max_pairs:
+        raise ValueError(f"transitions: compile_dfa takes at most {max_pairs} (state, symbol) "
+                         f"pairs (one FFN unit each), got {S} states x {k} symbols = {S * k}")
     for q, row in enumerate(transitions):
         if len(row) != k:
             raise ValueError(f"transitions[{q}] has {len(row)} entries, expected k = {k}")

@@ -264,20 +264,24 @@ def draw_layer(models=None):
 
 
 def construction_edges(model) -> list[tuple[str, str, str]]:
-    """What each part of ``model`` reads and writes, by named dimension (``model.layout``),
-    read from its weights: a list of ``(part, role, dimension)`` in the order of the layers.
+    """What each part of ``model`` (an :class:`~companion.transformer.Encoder` or a decoder of
+    :mod:`companion.steps`) reads and writes, by named dimension (``model.layout``), read from
+    its weights: a list of ``(part, role, dimension)`` in the order of the layers.
 
-    Parts are ``"embedding"``, ``"layer l head h"``, ``"layer l FFN"`` (counting from 1) and
+    Parts are ``"embedding"``, ``"layer l hash"`` (a decoder's layer-norm hash before layer
+    ``l``'s attention, which reads the nonzero columns of ``W_in`` and writes the nonzero rows
+    of ``W_out``), ``"layer l head h"``, ``"layer l FFN"`` (counting from 1) and
     ``"output"``. A head's roles are ``"Q"``, ``"K"`` and ``"V"`` (it reads dimension X when
     column X of ``W^Q``, ``W^K`` or ``W^V`` has a nonzero entry) and ``"write"`` (row Y of
     ``W^V`` is nonzero); an FFN reads the nonzero columns of ``W^F1`` and writes the nonzero
     rows of ``W^F2`` and of ``b^F2``; the embedding writes what the word embedding and the
     position embedding (of lengths 1 to 8) set; the output layer reads the nonzero entries of
     its weight. A part that neither reads nor writes is left out."""
+    from companion.steps import Decoder
     from companion.transformer import Encoder
 
-    if not isinstance(model, Encoder):
-        raise TypeError(f"model must be an Encoder, got {type(model).__name__}")
+    if not isinstance(model, Encoder | Decoder):
+        raise TypeError(f"model must be an Encoder or a Decoder, got {type(model).__name__}")
     names = model.layout.names
 
     def nonzero(matrix, dim: int) -> list[str]:  # the names whose column/row is nonzero
@@ -286,13 +290,22 @@ def construction_edges(model) -> list[tuple[str, str, str]]:
         return [names[j] for j in torch.nonzero(used).flatten().tolist()]
 
     with torch.no_grad():
-        if model.position_function is not None:
+        if isinstance(model, Decoder):
+            words = model.embedding
+            positions = model.positions(torch.arange(8, device=words.device)).to(words)
+        elif model.position_function is not None:
+            words = model.word_embedding
             positions = torch.cat([model.position_function(n) for n in range(1, 9)])
         else:
-            positions = model.position_table
+            words, positions = model.word_embedding, model.position_table
         edges = [("embedding", "write", name)
-                 for name in nonzero(torch.cat([model.word_embedding, positions]), 1)]
+                 for name in nonzero(torch.cat([words, positions]), 1)]
+        hashes = getattr(model, "hashes", {})
         for number, layer in enumerate(model.layers, start=1):
+            if str(number - 1) in hashes:
+                hashed, part = hashes[str(number - 1)], f"layer {number} hash"
+                edges += [(part, "in", name) for name in nonzero(hashed.W_in.flatten(0, 1), 1)]
+                edges += [(part, "write", name) for name in nonzero(hashed.W_out.flatten(1), 0)]
             heads = zip(layer.W_Q, layer.W_K, layer.W_V, strict=True)
             for h, weights in enumerate(heads, start=1):
                 head = f"layer {number} head {h}"
@@ -304,11 +317,30 @@ def construction_edges(model) -> list[tuple[str, str, str]]:
             edges += [(ffn, "in", name) for name in nonzero(layer.W_F1, 1)]
             edges += [(ffn, "write", name)
                       for name in dict.fromkeys(nonzero(layer.W_F2, 0) + nonzero(layer.b_F2, 0))]
-        edges += [("output", "out", name) for name in nonzero(model.output_weight, 0)]
+        out = model.output_weight
+        edges += [("output", "out", name) for name in nonzero(out, 1 if out.dim() == 2 else 0)]
     return edges
 
 
 _ROLE_ORDER = ("Q", "K", "V", "in", "out", "write")
+MAX_FAMILY = 4  # the most dimensions "x=0", "x=1", ... that draw_construction draws apart
+
+
+def _families(edges, names: list[str]):
+    """``edges`` and ``names`` with every family of more than :data:`MAX_FAMILY` dimensions
+    named ``"x=v"`` (``"next=0"``, ``"next=1"``, ...) drawn as one row ``"x=first..last"``."""
+    family = {name: name.split("=")[0] for name in names if "=" in name}
+    members: dict[str, list[str]] = {}
+    for name in names:
+        if name in family:
+            members.setdefault(family[name], []).append(name)
+    row = dict(zip(names, names, strict=True))
+    for group in members.values():
+        if len(group) > MAX_FAMILY:
+            label = f"{group[0]}..{group[-1].split('=', 1)[1]}"
+            row.update(dict.fromkeys(group, label))
+    merged = list(dict.fromkeys((part, role, row[name]) for part, role, name in edges))
+    return merged, list(dict.fromkeys(row[name] for name in names))
 
 
 def _draw_edges(ax, edges, names: list[str]) -> float:
@@ -342,7 +374,8 @@ def _draw_edges(ax, edges, names: list[str]) -> float:
                               facecolor="#a0401a" if writes else "white"))
         words = part.split()  # "layer 2 head 1", "layer 1 FFN", "embedding", "output"
         if words[0] == "layer":
-            header = f"h{words[3]}" if words[2] == "head" else "FFN"
+            header = f"h{words[3]}" if words[2] == "head" else {"FFN": "FFN",
+                                                                "hash": "hash"}[words[2]]
             ax.text(x, 1.45, words[1], ha="center", va="bottom", fontsize=FONT)
         else:
             header = {"embedding": "embed", "output": "out"}[part]
@@ -355,14 +388,16 @@ def draw_construction(models):
     """Which head and which FFN of each hand-set transformer reads and writes which named
     dimension of the residual stream, layer by layer, drawn from :func:`construction_edges`
     (the weights and ``layout`` themselves). ``models`` maps a panel title to an
-    :class:`~companion.transformer.Encoder`. In each panel a row is a named dimension and a
-    column a part: *embed*, then per layer each head *h1*, *h2*, ... and the *FFN*, then the
-    output layer *out*. A white cell lists the roles in which the part reads the dimension
-    (*Q*, *K*, *V* for a head's query, key and value; *in* for an FFN; *out* for the output
-    layer); a dark cell marked ``+=`` is a dimension the part adds to. Returns the figure."""
+    :class:`~companion.transformer.Encoder` or a decoder of :mod:`companion.steps`. In each
+    panel a row is a named dimension (a family of more than four, ``next=0``, ``next=1``, ...,
+    is one row ``next=0..k``) and a column a part: *embed*, then per layer a decoder's
+    *hash*, each head *h1*, *h2*, ... and the *FFN*, then the output layer *out*. A white
+    cell lists the roles in which the part reads the dimension (*Q*, *K*, *V* for a head's
+    query, key and value; *in* for an FFN or a hash; *out* for the output layer); a dark
+    cell marked ``+=`` is a dimension the part adds to. Returns the figure."""
     if not isinstance(models, dict) or not models:
-        raise TypeError("models must be a non-empty dict from a panel title to an Encoder")
-    drawn = {title: (construction_edges(model), model.layout.names)
+        raise TypeError("models must be a non-empty dict from a panel title to a model")
+    drawn = {title: _families(construction_edges(model), model.layout.names)
              for title, model in models.items()}
     widths = [3.4 + 1.25 * len({part for part, _, _ in edges}) for edges, _ in drawn.values()]
     rows = max(len(names) for _, names in drawn.values())

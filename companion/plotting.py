@@ -273,6 +273,35 @@ def plot_accuracy_by_length(curves: dict, ax=None, title=None):
     return ax
 
 
+def plot_steps_precision(right, marks: dict, zoom: tuple, axes=None):
+    """Two panels of a decoder's accuracy step by step: ``right[j]`` (1-d, real) is the
+    fraction of strings whose state ``q_{j+1}``, computed at position ``m + j``, is right
+    (:mod:`companion.steps`). *every step*: ``j`` on a linear axis, with a dotted vertical
+    line at each step of ``marks`` (label -> ``j``); *near the first error*: the steps
+    ``zoom = (first, last)``, one marker each. Returns the two axes."""
+    right = _numbers(right, "right")
+    if not isinstance(marks, dict) or not all(
+            isinstance(k, str) and isinstance(j, int) for k, j in marks.items()):
+        raise TypeError("marks must be a dict from a str label to an int step j")
+    if (not isinstance(zoom, tuple) or len(zoom) != 2 or
+            not all(isinstance(j, int) for j in zoom) or not 0 <= zoom[0] < zoom[1] < len(right)):
+        raise ValueError(f"zoom must be a pair of steps (first, last) with 0 <= first < last < "
+                         f"{len(right)}, got {zoom!r}")
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+    every, near = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    every.plot(np.arange(len(right)), right, color="C0")
+    for n, (label, j) in enumerate(marks.items()):
+        every.axvline(j, color=f"C{n + 1}", linewidth=1, linestyle=":", label=f"{label} ({j})")
+    steps = np.arange(zoom[0], zoom[1] + 1)
+    near.plot(steps, right[steps], color="C0", marker="o", markersize=3)
+    for ax, title in ((every, "every step"), (near, "near the first error")):
+        ax.set(title=title, xlabel="step $j$ (state $q_{j+1}$)", ylabel="accuracy",
+               ylim=(-0.05, 1.05))
+    every.legend(frameon=False, loc="lower left")
+    return every, near
+
+
 _GATE_LABELS = {"AND": "∧", "OR": "∨", "NOT": "¬", "MAJORITY": "MAJ"}
 
 
@@ -557,10 +586,11 @@ def plot_length_generalization(benchmarks, axes=None):
 
 def plot_scratchpad(outcome, axes=None):
     """Two panels from a :class:`companion.scratchpad.Outcome`, one line per condition (answer
-    only dashed with squares, scratchpad solid with circles), the mean over seeds with a band
-    of one standard error: *accuracy by test length* (log axis; a dotted line at chance, a
-    dashed one at the longest training length) and *training loss* (bits per supervised
-    position against the step; a dotted line at 1 bit, a guess). Returns the two axes."""
+    only dashed with squares, the filler dotted with triangles, scratchpad solid with
+    circles), the mean over seeds with a band of one standard error: *accuracy by test
+    length* (log axis; a dotted line at chance, a dashed one at the longest training
+    length) and *training loss* (bits per supervised position against the step; a dotted
+    line at 1 bit, a guess). Returns the two axes."""
     from companion.scratchpad import CONDITIONS, Outcome
 
     if not isinstance(outcome, Outcome) or outcome.train_loss is None:
@@ -571,7 +601,7 @@ def plot_scratchpad(outcome, axes=None):
     panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
     if len(panels) != 2:
         raise ValueError(f"axes must hold two Axes, got {len(panels)}")
-    styles = {"answer only": ("--", "s"), "scratchpad": ("-", "o")}
+    styles = {"answer only": ("--", "s"), "filler": (":", "^"), "scratchpad": ("-", "o")}
     steps = np.arange(1, outcome.train_loss.shape[-1] + 1)
     for index, condition in enumerate(CONDITIONS):
         line, marker = styles[condition]

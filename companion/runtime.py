@@ -10,9 +10,11 @@ Two environment variables steer every chapter:
   :func:`generator`, so that the whole book can be rerun on other random samples
   (``make robust``): an assertion about a sample must hold for any of them.
 * ``COMPANION_THREADS`` (an int from 1 to :data:`MAX_THREADS`, default 1) is the number of CPU
-  threads PyTorch computes with once :func:`set_seed` has run (see :func:`threads`).
+  threads PyTorch computes with once :func:`set_seed` has run, and within
+  :func:`using_threads` (see :func:`threads`).
 """
 
+import contextlib
 import os
 import platform
 import random
@@ -109,6 +111,23 @@ def threads() -> int:
         raise ValueError(f"COMPANION_THREADS={requested!r}; expected an integer from 1 to "
                          f"{MAX_THREADS} (ASCII digits)")
     return count
+
+
+@contextlib.contextmanager
+def using_threads(count: int | None = None):
+    """A ``with`` block in which PyTorch computes on ``count`` intra-op CPU threads (default
+    :func:`threads`: one, unless ``COMPANION_THREADS`` says otherwise), and after which it
+    computes on as many as before, even if the block raised. Functions that run thousands of
+    small operations one after another use it (:func:`companion.steps.decode`): each
+    operation split among threads would wait for a thread the system has not scheduled."""
+    count = threads() if count is None else check_int(count, "count", minimum=1,
+                                                      maximum=MAX_THREADS)
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield count
+    finally:
+        torch.set_num_threads(before)
 
 
 def set_seed(seed: int) -> torch.Generator:

@@ -14,6 +14,10 @@ prefix), which also serves as the start token.
   ``p_j = p_{j-1} XOR w_j``.
 * **Answer only** (:func:`answer_sequence`): ``STATE, w_1, ..., w_m``; the model predicts the
   parity of ``w`` at the position of ``w_m`` (position ``m``), and nowhere else.
+* **Filler** (:func:`filler_sequence`): the scratchpad's layout with the constant ``STATE`` in
+  place of every written parity, ``STATE, w_1, STATE, w_2, ..., w_m, STATE``; the model
+  predicts the parity of ``w`` at the position of ``w_m`` (position ``2m - 1``) only. It has
+  the scratchpad's input format and the answer-only supervision, so it separates the two.
 
 The model (:class:`Decoder`, plain PyTorch modules): a learned embedding of the 4 tokens,
 pre-norm ``nn.TransformerEncoderLayer`` s with a causal mask, a final layer norm and a linear
@@ -57,8 +61,8 @@ STATE = 2
 """The token of the written parity ``p`` is ``STATE + p``; every sequence starts with ``STATE``."""
 VOCAB = 4
 """The number of token ids: the bits 0 and 1, and the written parities ``STATE``, ``STATE + 1``."""
-CONDITIONS = ("answer only", "scratchpad")
-"""The two conditions, in the order of the models of a seed and of ``accuracy[:, condition]``."""
+CONDITIONS = ("answer only", "filler", "scratchpad")
+"""The conditions, in the order of the models of a seed and of ``accuracy[:, condition]``."""
 IGNORE = -100
 """The target of a position that is not scored (``F.cross_entropy``'s ``ignore_index``)."""
 SCORE_BUDGET = 2**26  # attention scores, or cached keys and values, held at once in tests
@@ -83,6 +87,15 @@ def scratchpad_sequence(w) -> torch.Tensor:
     return tokens
 
 
+def filler_sequence(w) -> torch.Tensor:
+    """The filler control's sequence of ``w``: :func:`scratchpad_sequence` with ``STATE`` at
+    every position ``2j`` in place of ``STATE + p_j``, ``LongTensor[B, 2m + 1]``."""
+    w = as_strings(w)
+    tokens = torch.full((w.shape[0], 2 * w.shape[1] + 1), STATE, device=w.device)
+    tokens[:, 1::2] = w
+    return tokens
+
+
 def answer_sequence(w) -> torch.Tensor:
     """The answer-only sequence of ``w``: ``STATE, w_1, ..., w_m`` as ``LongTensor[B, m + 1]``."""
     w = as_strings(w)
@@ -95,7 +108,7 @@ def targets(w, condition: str) -> tuple[torch.Tensor, torch.Tensor]:
     (answer-only sequences padded at the end with ``STATE``, which the causal mask hides from
     the answer) and the targets, a parity at each supervised position and ``IGNORE``
     elsewhere: ``p_j`` at position ``2j - 1`` for the scratchpad, ``p_m`` at position ``m``
-    for answer only."""
+    for answer only and at position ``2m - 1`` for the filler."""
     if condition not in CONDITIONS:
         raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
     w = as_strings(w)
@@ -104,6 +117,10 @@ def targets(w, condition: str) -> tuple[torch.Tensor, torch.Tensor]:
     if condition == "scratchpad":
         target[:, 1::2] = running_parities(w)
         return scratchpad_sequence(w), target
+    if condition == "filler":
+        if m:
+            target[:, 2 * m - 1] = w.sum(dim=1) % 2
+        return filler_sequence(w), target
     tokens = torch.full((B, 2 * m + 1), STATE, device=w.device)
     tokens[:, :m + 1] = answer_sequence(w)
     target[:, m] = w.sum(dim=1) % 2
@@ -306,12 +323,13 @@ class Outcome(Benchmark):
 def train(seeds, steps: int, max_train_length: int, lengths, batch: int = 32,
           test_batch: int = 100, lr: float = 3e-3, d: int = 32, heads: int = 4,
           layers: int = 2, device=None, progress: bool = True) -> Outcome:
-    """Train, for every seed in ``seeds``, two :class:`Decoder` s from the same initial weights
-    (seeded by the seed) on the same strings (drawn from a generator seeded by ``seed + 1``):
-    one on the scratchpad, one on the answer alone, for ``steps`` Adam steps (learning rate
-    ``lr``) of ``batch`` strings, each step's length uniform in ``1..max_train_length`` (drawn
-    from a generator seeded by the first seed). Then test each on ``test_batch`` fresh strings
-    of every length in ``lengths`` (:func:`evaluate`: greedy decoding for the scratchpad).
+    """Train, for every seed in ``seeds``, one :class:`Decoder` per condition of
+    :data:`CONDITIONS`, all from the same initial weights (seeded by the seed) and on the same
+    strings (drawn from a generator seeded by ``seed + 1``), for ``steps`` Adam steps
+    (learning rate ``lr``) of ``batch`` strings, each step's length uniform in
+    ``1..max_train_length`` (drawn from a generator seeded by the first seed). Then test each
+    on ``test_batch`` fresh strings of every length in ``lengths`` (:func:`evaluate`: greedy
+    decoding for the scratchpad).
     Computes on ``device`` (default :func:`companion.runtime.device`) in float32; the strings
     are drawn on the CPU, so a seed gives the same strings on every device."""
     seeds = _check_list(seeds, "seeds", 0)
@@ -357,16 +375,16 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
     """The accuracy ``[seeds, conditions, lengths]`` of the stacked models that :func:`train`
     made (ordered seed by seed, :data:`CONDITIONS` within a seed) on ``test_batch`` strings of
     each length in ``lengths``, the same strings for the two models of a seed (drawn from a
-    generator seeded by ``seed + 2``): answer only reads its answer at the last bit, the
-    scratchpad its last written parity (:func:`decode`)."""
+    generator seeded by ``seed + 2``): answer only and the filler read their answer at the
+    last bit, the scratchpad its last written parity (:func:`decode`)."""
     heads, layers = _check_model(params, "params", heads, layers)
     seeds, lengths = _check_list(seeds, "seeds", 0), _check_list(lengths, "lengths", 1)
     test_batch = check_int(test_batch, "test_batch", minimum=1)
     if next(iter(params.values())).shape[0] != len(CONDITIONS) * len(seeds):
         raise ValueError(f"params must stack {len(CONDITIONS)} models per seed")
     device = next(iter(params.values())).device
-    answer = {name: value[0::2] for name, value in params.items()}
-    writers = {name: value[1::2] for name, value in params.items()}
+    answer, filler, writers = ({name: value[c::len(CONDITIONS)] for name, value in params.items()}
+                               for c in range(len(CONDITIONS)))
     accuracy = torch.zeros(len(seeds), len(CONDITIONS), len(lengths))
     forward = _stacked_forward(heads, layers)
     d = params["embedding.weight"].shape[-1]
@@ -375,38 +393,44 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
         w = torch.stack([random_strings(test_batch, m, tests[seed]) for seed in seeds])
         truth = (w.sum(dim=-1) % 2).to(device)
         w = w.to(device)
-        # strings in chunks, so that the attention scores of a pass over the answer-only
+        # strings in chunks, so that the attention scores of a pass over the filler
         # sequences, and the keys and values that decoding keeps, stay within budget
-        chunk = max(1, SCORE_BUDGET // (len(seeds) * max(heads * (m + 1) ** 2,
+        chunk = max(1, SCORE_BUDGET // (len(seeds) * max(heads * (2 * m) ** 2,
                                                           2 * layers * (2 * m + 1) * d)))
         for start in range(0, test_batch, chunk):
             part = slice(start, start + chunk)
             with torch.no_grad():
                 tokens = torch.stack([answer_sequence(strings) for strings in w[:, part]])
                 said = forward(answer, tokens)[:, :, -1].argmax(dim=-1)
+                tokens = torch.stack([filler_sequence(strings)[:, :-1] for strings in w[:, part]])
+                padded = forward(filler, tokens)[:, :, -1].argmax(dim=-1)
                 written = decode(writers, w[:, part], heads, layers)[:, :, -1]
-            accuracy[:, 0, column] += (said == truth[:, part]).sum(dim=1).cpu()
-            accuracy[:, 1, column] += (written == truth[:, part]).sum(dim=1).cpu()
+            for c, answers in enumerate((said, padded, written)):
+                accuracy[:, c, column] += (answers == truth[:, part]).sum(dim=1).cpu()
     return accuracy / test_batch
 
 
-def summary(result: Benchmark, samples: int = 1000, generator: torch.Generator | None = None):
+def summary(result: Benchmark, samples: int = 1000, generator: torch.Generator | None = None,
+            baseline: str = "answer only"):
     """A table with one row per test length of ``result`` (what :func:`train` returned): the
     mean accuracy over seeds of each condition, and the mean paired ``difference`` scratchpad
-    minus answer only with the ends ``low``, ``high`` of its 95% bootstrap interval over the
-    seeds (:func:`companion.length_generalization.bootstrap_difference`); the column
-    ``trained`` says whether the length was among the training lengths."""
+    minus ``baseline`` (``"answer only"`` or ``"filler"``) with the ends ``low``, ``high`` of
+    its 95% bootstrap interval over the seeds
+    (:func:`companion.length_generalization.bootstrap_difference`); the column ``trained``
+    says whether the length was among the training lengths."""
     import pandas as pd  # on first use only, like companion.tables
 
     if not isinstance(result, Benchmark) or tuple(result.variants) != CONDITIONS:
         raise TypeError("result must be the Benchmark that scratchpad.train returned")
+    if baseline not in CONDITIONS[:-1]:
+        raise ValueError(f"baseline must be one of {CONDITIONS[:-1]}, got {baseline!r}")
     rows = {}
     for column, m in enumerate(result.lengths):
-        before, after = result.accuracy[:, 0, column], result.accuracy[:, 1, column]
+        accuracy = result.accuracy[:, :, column].double()
+        before, after = accuracy[:, CONDITIONS.index(baseline)], accuracy[:, -1]
         mean, low, high = bootstrap_difference(before, after, samples, generator)
         rows[m] = {"trained": m <= result.max_train_length,
-                   "answer only": before.double().mean().item(),
-                   "scratchpad": after.double().mean().item(),
+                   **dict(zip(CONDITIONS, accuracy.mean(dim=0).tolist(), strict=True)),
                    "difference": mean, "low": low, "high": high}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "m"

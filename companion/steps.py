@@ -26,10 +26,11 @@ away, which happens once the scores ``C j^2`` reach ``C 2^24`` in float32, near 
 
 :func:`decode` runs greedy decoding for a whole batch: one pass over the prompt (a causal mask),
 then one step per written state, with the keys and values of earlier positions kept in a
-:class:`Cache` (no recomputation). :func:`forced_states` checks the same outcome in one
-causal pass (teacher forcing). The companion's :class:`~companion.transformer.Encoder` has
-no causal mask and reads one logit at CLS, so :class:`Decoder` reuses its layers' weights and
-feed-forward networks but computes the masked attention itself.
+:class:`Cache` (no recomputation; only the few rows that later steps read).
+:func:`forced_states` checks the same outcome in one causal pass (teacher forcing). The
+companion's :class:`~companion.transformer.Encoder` has no causal mask and reads one logit at
+CLS, so :class:`Decoder` reuses its layers' weights and feed-forward networks but computes the
+masked attention itself.
 
 :func:`compile_tm` builds a decoder of the same kind that runs a one-tape Turing machine, one
 move per written token, with a layer-norm hash to find the head's cell (its docstring has the
@@ -53,6 +54,7 @@ from companion._checks import (
 from companion.languages import _as_permutation, _cycles
 from companion.layernorm import layer_norm
 from companion.layout import Layout
+from companion.runtime import using_threads
 from companion.transformer import MAX_WIDTH, EncoderLayer
 
 SCALE = 1024.0  # C: the score gap between the retrieved position and any other
@@ -71,16 +73,35 @@ def _check_float(dtype) -> torch.dtype:
 
 
 class Cache:
-    """What a forward pass needs from earlier positions: per layer, the keys
-    ``[heads, B, N, d_hid]`` and values ``[heads, B, N, d]`` of the positions done so far, and
-    the position embeddings ``[N, d]`` of all ``N`` positions."""
+    """What a forward pass needs from earlier positions, and no more: per layer, the keys and
+    values of the positions done so far, and the position embeddings ``[N, d]`` of all ``N``
+    positions.
+
+    Only the rows that later steps read are kept. A score ``q . k`` sums ``q_r k_r`` over the
+    rows ``r`` of the query/key space, and a row on which ``W^Q`` or ``W^K`` is zero (in every
+    head) adds exact zeros, so the keys keep the ``r_K`` rows on which both are nonzero in some
+    head: ``keys [heads, B, r_K, N]`` (positions last, so that ``query @ keys`` reads them in
+    place). A value ``W^V a`` is ``d`` wide but zero off the ``r_V`` rows that ``W^V`` writes
+    (``m`` in an automaton's first layer, the ``in=a`` in its second), so the values keep
+    those, ``values [heads, B, N, r_V]``, and the attention's result is added back on them.
+    The sums are over the same nonzero terms as with whole rows, so the results are the same
+    (where a sum rounds, as the uniform average before ``START`` does, only the order of its
+    terms may differ), while a step costs ``O(B N (r_K + r_V))`` in attention instead of
+    ``O(B N d)`` (S5's decoder: ``d = 249``; ``r_K`` and ``r_V`` are 1 in the first layer, 2
+    in the second). ``weights[n]`` holds layer ``n``'s ``(W_Q, W_K, W_V)`` cut to those rows,
+    and ``value_rows[n]`` the rows; both are found once, here, not at every step."""
 
     def __init__(self, decoder, batch: int, length: int):
         like = decoder.embedding
-        self.keys = [like.new_zeros(layer.W_K.shape[0], batch, length, layer.W_K.shape[1])
-                     for layer in decoder.layers]
-        self.values = [like.new_zeros(layer.W_V.shape[0], batch, length, layer.W_V.shape[1])
-                       for layer in decoder.layers]
+        self.weights, self.value_rows, self.keys, self.values = [], [], [], []
+        for layer in decoder.layers:
+            W_Q, W_K, W_V = layer.W_Q, layer.W_K, layer.W_V  # [heads, rows, d]
+            key_rows = ((W_Q != 0).any(-1) & (W_K != 0).any(-1)).any(0).nonzero()[:, 0]
+            value_rows = (W_V != 0).any(-1).any(0).nonzero()[:, 0]
+            self.weights.append((W_Q[:, key_rows], W_K[:, key_rows], W_V[:, value_rows]))
+            self.value_rows.append(value_rows)
+            self.keys.append(like.new_zeros(len(W_K), batch, len(key_rows), length))
+            self.values.append(like.new_zeros(len(W_V), batch, length, len(value_rows)))
         self.positions = decoder.positions(torch.arange(length, device=like.device)).to(like)
 
 
@@ -141,14 +162,16 @@ class Decoder(nn.Module):
                                                       strict=True)):
             if str(n) in self.hashes:
                 a = self.hashes[str(n)](a)
-            keys[:, :, start:end] = a @ layer.W_K.transpose(1, 2).unsqueeze(1)
-            values[:, :, start:end] = a @ layer.W_V.transpose(1, 2).unsqueeze(1)
-            query = a @ layer.W_Q.transpose(1, 2).unsqueeze(1)  # [heads, B, t, d_hid]
-            scores = query @ keys[:, :, :end].transpose(-1, -2)  # [heads, B, t, end]
+            W_Q, W_K, W_V = cache.weights[n]  # cut to the rows that are read (see Cache)
+            keys[..., start:end] = W_K.unsqueeze(1) @ a.transpose(1, 2)  # [heads, B, r_K, t]
+            values[:, :, start:end] = a @ W_V.transpose(1, 2).unsqueeze(1)  # [heads, B, t, r_V]
+            query = a @ W_Q.transpose(1, 2).unsqueeze(1)  # [heads, B, t, r_K]
+            scores = query @ keys[..., :end]  # [heads, B, t, end]
             if causal is not None:  # one position sees all the keys so far
                 scores = scores.masked_fill(~causal, -math.inf)
             alpha = torch.softmax(scores, dim=-1)
-            c = a + (alpha @ values[:, :, :end]).sum(0)
+            mixed = (alpha @ values[:, :, :end]).sum(0)  # [B, t, r_V]
+            c = a.index_add(-1, cache.value_rows[n], mixed)  # added on the value rows
             a = c + layer.ffn(c)
             stages += [c, a]
         if record is not None:
@@ -172,11 +195,8 @@ def compile_dfa(transitions, start: int, accepting, dtype=torch.float64) -> Deco
     accepting states. The construction, its layout and its precision are in the module
     docstring; :func:`decode` runs it. Its FFN has one unit per (state, symbol) pair, so
     ``S * k`` is at most :data:`MAX_PAIRS` (4096)."""
-    table, start, final = check_dfa(transitions, start, accepting)
+    table, start, final = check_dfa(transitions, start, accepting, max_pairs=MAX_PAIRS)
     S, k = table.shape
-    if S * k > MAX_PAIRS:
-        raise ValueError(f"transitions: compile_dfa takes at most {MAX_PAIRS} (state, symbol) "
-                         f"pairs (one FFN unit each), got {S} states x {k} symbols = {S * k}")
     pairs = list(itertools.product(range(S), range(k)))
     L = Layout(*(f"sym={a}" for a in range(k)), *(f"state={q}" for q in range(S)),
                "is_start", "1", "i", "i^2", "m",
@@ -208,7 +228,7 @@ def compile_dfa(transitions, start: int, accepting, dtype=torch.float64) -> Deco
         fetch.W_F2.copy_(L.matrix(pair, {(f"next={int(table[q, a])}", f"q={q},a={a}"): 1.0
                                          for q, a in pairs}))
     output_weight = torch.stack([L.vector({f"next={q}": 1.0}) for q in range(S)])
-    tokens = [*(str(a) for a in range(k)), *(f"q{q}" for q in range(S)), "START"]
+    tokens = [*(str(a) for a in range(k)), *(f"s{q}" for q in range(S)), "START"]
     decoder = Decoder(embedding, positions, [find_start, fetch], output_weight, k, L, tokens)
     decoder.transitions, decoder.start, decoder.accepting = table, start, final
     return decoder.to(_check_float(dtype))
@@ -509,21 +529,34 @@ def decode(decoder: Decoder, w, record: bool = False, max_steps: int | None = No
     rejected). Decoding stops when every run has ended or after ``max_steps`` moves; with
     ``None``, a run that has not ended within the decoder's ``max_positions`` raises
     ``ValueError``. ``t`` is the number of steps decoded; a run that ended earlier repeats
-    ``(q, a, 0)``."""
+    ``(q, a, 0)``.
+
+    It computes on :func:`companion.runtime.threads` CPU threads (one, unless
+    ``COMPANION_THREADS`` says otherwise: each step is a few small operations, which a second
+    thread slows down on a busy machine) and leaves PyTorch's setting as it found it."""
     _check_decoder(decoder, machine=True)
     if hasattr(decoder, "machine"):
         if record:
             raise ValueError("record: only a DFA's decoder (compile_dfa) records its stages")
-        return _decode_tm(decoder, w, max_steps)
+        with using_threads():
+            return _decode_tm(decoder, w, max_steps)
     if max_steps is not None:
         raise ValueError("max_steps: a DFA's decoder writes one state per symbol; max_steps "
                          "is for a Turing machine's (compile_tm)")
     record = check_bool(record, "record")
+    with using_threads():
+        return _decode_dfa(decoder, w, record)
+
+
+def _decode_dfa(decoder: Decoder, w, record: bool):
+    """:func:`decode` for an automaton's decoder: the prompt in one pass, then one step per
+    state for the whole batch."""
     S, k = decoder.transitions.shape
     w = _as_symbols(w, k).to(decoder.embedding.device)
     B, m = w.shape
     prompt = torch.cat([w, torch.full((B, 1), k + S, dtype=torch.long, device=w.device)], 1)
-    cache, chunks, written = Cache(decoder, B, max(2 * m, 1)), [], []
+    cache, written = Cache(decoder, B, max(2 * m, 1)), []
+    chunks = [] if record else None  # the stages, kept only when asked for
     with torch.no_grad():
         if m:
             written.append(decoder.run(prompt, 0, cache, chunks)[:, -1])
@@ -591,7 +624,8 @@ def forced_states(decoder: Decoder, w) -> torch.Tensor:
     positions of ``w START q_1 ... q_{m-1}``, without ``m`` sequential steps. Because the
     decoder is causal, greedy decoding (:func:`decode`) writes exactly the automaton's states
     if and only if these equal them (:func:`run_dfa`): by induction, each step then sees the
-    same sequence as here."""
+    same sequence as here. Like :func:`decode`, it computes on
+    :func:`companion.runtime.threads` CPU threads."""
     _check_decoder(decoder)
     S, k = decoder.transitions.shape
     w = _as_symbols(w, k)
@@ -601,7 +635,7 @@ def forced_states(decoder: Decoder, w) -> torch.Tensor:
     truth = run_dfa(decoder.transitions.tolist(), decoder.start, w)
     tokens = torch.cat([w.cpu(), torch.full((B, 1), k + S), k + truth[:, :-1]], 1)
     tokens = tokens.to(decoder.embedding.device)
-    with torch.no_grad():
+    with torch.no_grad(), using_threads():
         return decoder.run(tokens, 0, Cache(decoder, B, 2 * m))[:, m:]
 
 

@@ -727,7 +727,7 @@ def test_read_roster_takes_a_byte_order_mark_and_refuses_other_headers(tmp_path)
 
 def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
     one = dict(scratchpad.Decoder(4, 1, 2).named_parameters())  # a 2-layer model
-    stacked = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 2), [0, 1])
+    stacked = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 2), [0, 1, 2])
     tokens = scratchpad.answer_sequence("01")
     refusal = r"holds the parameters of layers 0\.\.1 .*but layers = 1"
     with pytest.raises(ValueError, match="p " + refusal):
@@ -739,7 +739,7 @@ def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
     with pytest.raises(ValueError, match="params " + refusal):
         scratchpad.evaluate(stacked, [0], [2], 2, 1, 1)
     assert scratchpad.decoder_logits(one, tokens, 1, 2).shape == (1, 3, 2)
-    assert scratchpad.evaluate(stacked, [0], [2], 2, 1, 2).shape == (1, 2, 1)
+    assert scratchpad.evaluate(stacked, [0], [2], 2, 1, 2).shape == (1, 3, 1)
     for layers, error in ((0, ValueError), ("2", TypeError)):
         with pytest.raises(error, match="layers"):
             scratchpad.parameter_names(layers)

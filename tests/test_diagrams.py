@@ -11,6 +11,7 @@ from matplotlib.text import Text
 
 from companion import diagrams
 from companion.constructions import first_transformer, parity_transformer
+from companion.steps import TM_EXAMPLES, compile_tm, parity_decoder
 from companion.transformer import Encoder, random_encoder
 
 matplotlib.use("Agg")
@@ -182,6 +183,37 @@ def test_construction_edges_of_first():
         diagrams.draw_construction(first_transformer())
     with pytest.raises(TypeError, match="model"):
         diagrams.construction_edges("FIRST")
+
+
+def test_construction_edges_of_the_parity_decoder():
+    """The decoder of *Intermediate steps*, as the chapter describes it: layer 1 finds START
+    and copies its position into m; layer 2 fetches w_{j+1} with the query (i - m, 1) and the
+    key (2i', -i'^2); the FFN reads the state and the symbol and writes next."""
+    edges = set(diagrams.construction_edges(parity_decoder()))
+    part = {name: {(role, dim) for p, role, dim in edges if p == name}
+            for name in {p for p, _, _ in edges}}
+    assert {("K", "is_start"), ("V", "i"), ("write", "m")} <= part["layer 1 head 1"]
+    assert {("Q", "i"), ("Q", "m"), ("K", "i"), ("K", "i^2"), ("V", "sym=0"),
+            ("V", "sym=1"), ("write", "in=0"), ("write", "in=1")} <= part["layer 2 head 1"]
+    assert part["layer 2 FFN"] == {("in", "state=0"), ("in", "state=1"), ("in", "in=0"),
+                                   ("in", "in=1"), ("write", "next=0"), ("write", "next=1")}
+    assert part["output"] == {("out", "next=0"), ("out", "next=1")}
+    assert "layer 1 FFN" not in part  # it does nothing
+
+
+def test_construction_diagram_of_a_turing_machine_draws_its_hash():
+    tm = compile_tm(*TM_EXAMPLES["0^n 1^n"])
+    edges = set(diagrams.construction_edges(tm))
+    assert ("layer 2 hash", "in", "key_u") in edges
+    assert {("layer 2 hash", "write", f"q_hash{k}") for k in range(4)} <= edges
+    assert {("layer 2 head 1", "K", f"k_hash{k}") for k in range(4)} <= edges
+    drawn = drawn_edges(diagrams.draw_construction({"0^n 1^n": tm}))
+    assert ("layer 2 FFN", "write", "next=0..104") in drawn
+    assert not any(name == "next=0" for _, _, name in drawn)  # the family is one row
+    with torch.no_grad():
+        tm.hashes["1"].W_in.zero_()
+    assert not any(part == "layer 2 hash" and role == "in"
+                   for part, role, _ in diagrams.construction_edges(tm))
 
 
 def test_log_length_attention_matches_equation_1():

@@ -52,6 +52,28 @@ def test_accuracy_by_length_sorts_lengths():
     assert ax.get_xscale() == "log"
 
 
+def test_steps_precision_plots_step_j_on_a_linear_axis_with_its_marks():
+    right = torch.ones(60)
+    right[50:] = 0.5
+    every, near = plotting.plot_steps_precision(right, {"bound": 20, "2^5": 32}, (45, 55))
+    assert [every.get_title(), near.get_title()] == ["every step", "near the first error"]
+    assert every.get_xscale() == near.get_xscale() == "linear"
+    (curve, *marks) = every.get_lines()
+    np.testing.assert_array_equal(curve.get_xdata(), np.arange(60))
+    np.testing.assert_array_equal(curve.get_ydata(), right.numpy())
+    assert [(line.get_xdata()[0], line.get_label()) for line in marks] == [
+        (20, "bound (20)"), (32, "2^5 (32)")]
+    (zoomed,) = near.get_lines()
+    np.testing.assert_array_equal(zoomed.get_xdata(), np.arange(45, 56))
+    np.testing.assert_array_equal(zoomed.get_ydata(), [1.0] * 5 + [0.5] * 6)
+    for zoom in ((5, 5), (50, 60), [1, 2]):
+        with pytest.raises(ValueError, match="zoom"):
+            plotting.plot_steps_precision(right, {}, zoom)
+    with pytest.raises(TypeError, match="marks"):
+        plotting.plot_steps_precision(right, {"bound": 2.5}, (1, 2))
+    plt.close("all")
+
+
 def test_cross_entropy_and_weight_sensitivity_figures_draw_their_data():
     ns = [10, 100, 1000]
     ax = plotting.plot_cross_entropy_by_length(

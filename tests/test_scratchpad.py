@@ -21,6 +21,7 @@ from companion.scratchpad import (
     decoder_logits,
     decoder_pass,
     evaluate,
+    filler_sequence,
     running_parities,
     scratchpad_sequence,
     summary,
@@ -63,6 +64,21 @@ def test_answer_only_targets_one_position():
         assert torch.equal(tokens[:, :m + 1], answer_sequence(w))
         assert torch.equal(target[:, m].bool(), parity(w))
         others = torch.cat([target[:, :m], target[:, m + 1:]], dim=1)
+        assert (others == IGNORE).all()
+
+
+def test_filler_targets_one_position_of_the_scratchpad_layout():
+    for m in range(1, 8):
+        w = all_strings(m)
+        tokens, target = targets(w, "filler")
+        for row, sequence in zip(w.tolist(), tokens.tolist(), strict=True):
+            expected = [STATE]
+            for bit in row:
+                expected += [bit, STATE]
+            assert sequence == expected
+        assert torch.equal(filler_sequence(w), tokens)
+        assert torch.equal(target[:, 2 * m - 1].bool(), parity(w))
+        others = torch.cat([target[:, :2 * m - 1], target[:, 2 * m:]], dim=1)
         assert (others == IGNORE).all()
 
 
@@ -175,24 +191,48 @@ def test_train_and_summary():
     outcome = train([3, 4], steps=3, max_train_length=3, lengths=[2, 5], batch=4,
                     test_batch=6, d=8, heads=2, layers=1, device="cpu", progress=False)
     assert isinstance(outcome, Outcome) and outcome.variants == CONDITIONS
-    assert outcome.accuracy.shape == (2, 2, 2) and outcome.train_loss.shape == (2, 2, 3)
+    assert outcome.accuracy.shape == (2, 3, 2) and outcome.train_loss.shape == (2, 3, 3)
     assert ((outcome.accuracy * 6).round() == outcome.accuracy * 6).all()
-    table = summary(outcome, generator=torch.Generator().manual_seed(0))
-    assert list(table.index) == [2, 5] and list(table["trained"]) == [True, False]
     column = outcome.accuracy[:, :, 1].double()
-    mean, low, high = bootstrap_difference(column[:, 0], column[:, 1],
-                                           generator=torch.Generator().manual_seed(0))
-    assert table.loc[5, "difference"] == pytest.approx(mean)
-    assert table.loc[5, "low"] == pytest.approx(low) and table.loc[5, "high"] == pytest.approx(high)
+    for baseline in ("answer only", "filler"):
+        table = summary(outcome, generator=torch.Generator().manual_seed(0), baseline=baseline)
+        assert list(table.index) == [2, 5] and list(table["trained"]) == [True, False]
+        assert table.loc[5, "filler"] == pytest.approx(column[:, 1].mean().item())
+        mean, low, high = bootstrap_difference(column[:, CONDITIONS.index(baseline)],
+                                               column[:, 2],
+                                               generator=torch.Generator().manual_seed(0))
+        assert table.loc[5, "difference"] == pytest.approx(mean)
+        assert (table.loc[5, "low"], table.loc[5, "high"]) == pytest.approx((low, high))
+
+
+def test_evaluate_reads_each_condition_where_it_answers():
+    """Each model's accuracy from :func:`evaluate` against the model run alone: answer only at
+    ``w_m``'s position of its sequence, the filler at ``w_m``'s of its own, the scratchpad by
+    greedy decoding."""
+    modules = [model(seed)[0] for seed in (5, 6, 7)]
+    params = {name: torch.stack([dict(m.named_parameters())[name] for m in modules]).detach()
+              for name in dict(modules[0].named_parameters())}
+    m = 5
+    accuracy = evaluate(params, [11], [m], 40, HEADS, LAYERS)
+    w = random_strings(40, m, torch.Generator().manual_seed(13))  # seed + 2
+    alone = {name: value[2] for name, value in params.items()}
+    sequences = (answer_sequence(w), filler_sequence(w)[:, :-1], None)
+    for c, (sequence, module) in enumerate(zip(sequences, modules, strict=True)):
+        if sequence is None:
+            said = decode({k: v[None] for k, v in alone.items()}, w, HEADS, LAYERS)[0, :, -1]
+        else:
+            with torch.no_grad():
+                said = module(sequence)[:, -1].argmax(-1)
+        assert round(40 * accuracy[0, c, 0].item()) == int((said == w.sum(1) % 2).sum()), c
 
 
 @pytest.mark.slow
 def test_the_scratchpad_is_learned_and_answer_only_is_not():
     outcome = train([0, 1], steps=150, max_train_length=12, lengths=[12, 24], device="cpu",
                     progress=False)
-    assert (outcome.accuracy[:, 1, 0] > 0.95).all()
-    assert (outcome.accuracy[:, 0, 0] < 0.75).all()
-    assert (outcome.train_loss[:, 1, -10:].mean(dim=1) < 0.1).all()
+    assert (outcome.accuracy[:, 2, 0] > 0.95).all()
+    assert (outcome.accuracy[:, :2, 0] < 0.75).all()  # answer only and the filler
+    assert (outcome.train_loss[:, 2, -10:].mean(dim=1) < 0.1).all()
 
 
 @pytest.mark.parametrize(("kwargs", "error"), [
@@ -229,6 +269,10 @@ def test_bad_input_elsewhere():
         evaluate(stacked, [0], [2], 2, HEADS, LAYERS)
     with pytest.raises(TypeError, match="result"):
         summary("not an outcome")
+    outcome = train([0], steps=1, max_train_length=1, lengths=[1], batch=1, test_batch=1, d=8,
+                    heads=2, layers=1, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        summary(outcome, baseline="scratchpad")
 
 
 def test_decode_takes_one_string_for_every_model():
@@ -248,7 +292,7 @@ def test_training_under_a_float64_default_dtype():
                         d=8, heads=2, layers=1, device="cpu", progress=False)
     finally:
         torch.set_default_dtype(default)
-    assert outcome.accuracy.shape == (1, 2, 1) and torch.isfinite(outcome.train_loss).all()
+    assert outcome.accuracy.shape == (1, 3, 1) and torch.isfinite(outcome.train_loss).all()
 
 
 def test_the_figure_has_two_titled_panels():
@@ -260,10 +304,10 @@ def test_the_figure_has_two_titled_panels():
                     test_batch=3, d=8, heads=2, layers=1, device="cpu", progress=False)
     axes = plot_scratchpad(outcome)
     assert [ax.get_title() for ax in axes] == ["accuracy by test length", "training loss"]
-    for ax in axes:  # the two conditions differ in line style, not only in colour
+    for ax in axes:  # the conditions differ in line style, not only in colour
         styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines()
                   if line.get_label() in CONDITIONS}
-        assert len(set(styles.values())) == 2
+        assert len(set(styles.values())) == len(CONDITIONS)
     plt.close(axes[0].figure)
     with pytest.raises(TypeError, match="outcome"):
         plot_scratchpad("outcome")

@@ -9,7 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from companion.languages import all_strings, parity, random_strings, word_problem
+from companion.runtime import using_threads
 from companion.steps import (
+    MAX_PAIRS,
+    Cache,
+    Decoder,
     activation_table,
     compile_dfa,
     decode,
@@ -123,6 +127,102 @@ def test_stages_match_pytorch_causal_attention_on_the_whole_sequence():
         torch.testing.assert_close(stages[2 + 2 * index], a, rtol=0, atol=1e-9)
 
 
+def test_the_cache_keeps_only_the_rows_that_later_steps_read():
+    """S5's decoder (d = 249): the first layer's keys and values are one row wide (is_start;
+    m), the second's two (i and i^2; in=0 and in=1), so the cache holds 6 numbers a position
+    rather than 2 (d_hid + d) = 502, by construction."""
+    decoder = compile_dfa(*word_problem_dfa(GENERATORS))
+    B, N, d = 3, 10, decoder.layout.d
+    cache = Cache(decoder, B, N)
+    assert [tuple(keys.shape) for keys in cache.keys] == [(1, B, 1, N), (1, B, 2, N)]
+    assert [tuple(values.shape) for values in cache.values] == [(1, B, N, 1), (1, B, N, 2)]
+    names = [[decoder.layout.names[r] for r in rows] for rows in cache.value_rows]
+    assert names == [["m"], ["in=0", "in=1"]]
+    held = sum(x.numel() for x in cache.keys + cache.values)
+    assert held == 6 * B * N < len(decoder.layers) * B * N * d
+
+
+def test_the_narrow_cache_gives_what_whole_rows_without_a_cache_give():
+    """From START on, every recorded stage of S5's decoder equals, exactly, plain causal
+    attention over the whole sequence with the layers' whole matrices (no cache, no rows left
+    out); the written states are the automaton's."""
+    transitions, start, accepting = word_problem_dfa(GENERATORS)
+    decoder = compile_dfa(transitions, start, accepting)
+    w = torch.randint(0, 2, (4, 40), generator=torch.Generator().manual_seed(7))
+    states, _, stages = decode(decoder, w, record=True)
+    assert torch.equal(states, run_dfa(transitions, start, w))
+    B, m = w.shape
+    tokens = torch.cat([w, torch.full((B, 1), len(decoder.tokens) - 1), 2 + states[:, :-1]], 1)
+    N = tokens.shape[1]
+    a = decoder.embedding[tokens] + decoder.positions(torch.arange(N)).to(decoder.embedding)
+    whole = [a]
+    for layer in decoder.layers:
+        q, key, v = (a @ W[0].T for W in (layer.W_Q, layer.W_K, layer.W_V))
+        scores = (q @ key.transpose(1, 2)).masked_fill(~torch.ones(N, N).tril().bool(),
+                                                       -torch.inf)
+        c = a + torch.softmax(scores, -1) @ v
+        a = c + layer.ffn(c)
+        whole += [c, a]
+    for recorded, expected in zip(stages, whole, strict=True):
+        assert torch.equal(recorded[:, m:], expected[:, m:])
+
+
+def test_decoding_computes_on_the_books_threads_and_restores_torchs(monkeypatch):
+    seen = []
+    run = Decoder.run
+    monkeypatch.setattr(Decoder, "run", lambda *args, **kwargs: (
+        seen.append(torch.get_num_threads()), run(*args, **kwargs))[1])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        monkeypatch.setenv("COMPANION_THREADS", "2")
+        decode(parity_decoder(), "0110")
+        forced_states(parity_decoder(), "0110")
+        assert torch.get_num_threads() == 3
+        with pytest.raises(ValueError, match="w"):
+            decode(parity_decoder(), "012")
+        assert torch.get_num_threads() == 3
+        monkeypatch.delenv("COMPANION_THREADS")
+        decode(parity_decoder(), "01")
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [2] * 5 + [1] * 2  # the prompt, three steps, teacher forcing; then 1
+
+
+def test_decoding_keeps_the_stages_only_when_asked(monkeypatch):
+    """Without record, no step keeps its d-wide stages (they would outgrow the cache)."""
+    asked = []
+    forward = Decoder.forward
+    monkeypatch.setattr(Decoder, "forward", lambda self, tokens, start, cache, record=None: (
+        asked.append(record is not None), forward(self, tokens, start, cache, record))[1])
+    decode(parity_decoder(), "0110")
+    assert asked == [False] * 4
+    decode(parity_decoder(), "0110", record=True)
+    assert asked == [False] * 4 + [True] * 4
+
+
+def test_using_threads_restores_the_count_even_after_an_error(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setenv("COMPANION_THREADS", "1")
+        with using_threads() as count:
+            assert count == torch.get_num_threads() == 1
+        with pytest.raises(RuntimeError, match="inside"), using_threads(3):
+            assert torch.get_num_threads() == 3
+            raise RuntimeError("inside")
+        assert torch.get_num_threads() == 2
+        with pytest.raises(ValueError, match="count"), using_threads(0):
+            pass
+        monkeypatch.setenv("COMPANION_THREADS", "many")
+        with pytest.raises(ValueError, match="COMPANION_THREADS"), using_threads():
+            pass
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_teacher_forcing_agrees_with_greedy_decoding_up_to_the_first_error():
     transitions, start, accepting = random_dfa(5)
     w = torch.randint(0, 3, (8, 30), generator=torch.Generator().manual_seed(4))
@@ -163,9 +263,9 @@ def test_low_precision_errs_only_beyond_its_exact_length():
 
 def test_activation_table_names_dimensions_and_positions():
     table = activation_table(parity_decoder(), "011", "a2")
-    assert list(table.columns) == ["0:0", "1:1", "2:1", "3:START", "4:q0", "5:q1"]
-    assert table.loc["next=1", "3:START"] == 0 and table.loc["next=1", "4:q0"] == 1
-    assert table.loc["m", "5:q1"] == 3
+    assert list(table.columns) == ["0:0", "1:1", "2:1", "3:START", "4:s0", "5:s1"]
+    assert table.loc["next=1", "3:START"] == 0 and table.loc["next=1", "4:s0"] == 1
+    assert table.loc["m", "5:s1"] == 3
 
 
 def test_empty_string_gives_the_start_state_verdict():
@@ -184,10 +284,21 @@ def test_empty_string_gives_the_start_state_verdict():
     ([[0, 1], [1, 0]], 2, [0], ValueError, "start"),
     ([[0, 1], [1, 0]], 0, "1", TypeError, "accepting"),
     ([[0, 1], [1, 0]], 0, [5], ValueError, "accepting"),
+    ([[0] * 5] * 1000, 0, [0], ValueError,  # within MAX_STATES and MAX_SYMBOLS, not S * k
+     r"transitions: .* at most 4096 \(state, symbol\) pairs .*got 1000 states x 5"),
+    ([[0] * 100] * 41, 0, [0], ValueError, r"transitions: .*41 states x 100 symbols = 4100"),
 ])
 def test_bad_automata_are_refused(transitions, start, accepting, error, words):
     with pytest.raises(error, match=words):
         compile_dfa(transitions, start, accepting)
+
+
+def test_the_largest_automata_compile():
+    """S * k = MAX_PAIRS (4096) pairs compile; the reference run_dfa has no such limit."""
+    assert MAX_PAIRS == 4096
+    decoder = compile_dfa([[(q + a) % 512 for a in range(8)] for q in range(512)], 0, [0])
+    assert decoder.layers[1].W_F1.shape[0] == 4096
+    assert run_dfa([[0] * 5] * 1000, 0, "01234").tolist() == [[0] * 5]
 
 
 @pytest.mark.parametrize(("w", "error"), [

@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from companion.steps import SCALE, TM_EXAMPLES, compile_tm, decode, run_tm, tm_scale
+from companion.steps import SCALE, TM_EXAMPLES, Cache, compile_tm, decode, run_tm, tm_scale
 
 BLANK = 2
 ZEROS_THEN_ONES, PALINDROMES, INCREMENT = (TM_EXAMPLES[name] for name in (
@@ -162,6 +162,32 @@ def test_a_loop_at_cell_0_ends_the_run_and_rejects():
     assert accepts.tolist() == [False] and torch.equal(moves, written[:, :moves.shape[1]])
     with pytest.raises(ValueError, match="did not end within"):
         run_tm({(0, 0): (0, 0, 1), (0, BLANK): (0, BLANK, 1)}, 0, [1], [], "0")
+
+
+def test_the_cache_keeps_only_the_rows_the_machine_reads():
+    """The counting layer's scores are all 0 (uniform attention): it keeps no keys, and its
+    values are h/(i+1), 1/(i+1) and key_u. The reading layer keeps the hash's four rows and
+    the constant as keys, and the symbol read as values. The increment of 1^m, which moves
+    right m + 1 times, decodes as the simulation says with that cache."""
+    decoder = compile_tm(*INCREMENT, max_positions=128)
+    cache, names = Cache(decoder, 2, 128), decoder.layout.names
+    assert [keys.shape[2] for keys in cache.keys] == [0, 5]
+    assert [[names[r] for r in rows] for rows in cache.value_rows] == [
+        ["h/(i+1)", "1/(i+1)", "key_u"], ["read=0", "read=1", "read=2"]]
+    written, verdict = decode(decoder, torch.ones(2, 60, dtype=torch.long))
+    assert written.shape[1] == 61 and written[:, :60, 1].eq(0).all() and verdict.all()
+    assert written[:, 60].tolist() == [[1, 1, 1]] * 2  # the carry, written on the blank
+
+
+def test_decoding_a_machine_restores_torchs_threads(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        monkeypatch.setenv("COMPANION_THREADS", "1")
+        assert decode(compile_tm(*INCREMENT), "011")[1].tolist() == [True]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_a_dtype_without_the_bits_or_the_range_is_refused():

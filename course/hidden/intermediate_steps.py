@@ -210,8 +210,56 @@ def _machine_tests(rng: random.Random, zeros: int = 1, ones: int = 1) -> list[Hi
     return tests
 
 
+# --- ex-steps-backwards: the fetching query set by name, to read the input backwards ----------
+
+BOOK_BACKWARDS = ("The automaton `BACKWARDS_DFA = ([[0, 1], [0, 1]], 0, [1])` remembers the last "
+                  "symbol it read,\nso it accepts the strings that end in 1.")
+BOOK_FIRST = ("The decoder then reads its input backwards, writes the automaton's states on\n"
+              "the reversed string, and accepts the strings that begin with 1: FIRST.")
+BACKWARDS = {  # name: (the automaton, what it does, what the decoder reading backwards accepts)
+    "counting 1s modulo 3": (
+        ([[0, 1], [1, 2], [2, 0]], 0, [0]),
+        "counts the 1s modulo 3, so it\naccepts the strings whose number of 1s is divisible "
+        "by 3.",
+        "the same strings, since the count does not depend on the order"),
+    "the last two symbols": (
+        ([[0, 1], [2, 3], [0, 1], [2, 3]], 0, [1]),
+        "remembers the last two symbols it\nread ($2a + b$ after $a\\,b$, as if the string "
+        "began with $0\\,0$), so it accepts the strings that end\nin $0\\,1$ and the "
+        "string $1$.",
+        "the strings that begin with $1\\,0$ and the string $1$"),
+    "the first symbol": (
+        ([[1, 2], [1, 1], [2, 2]], 0, [2]),
+        "remembers the first symbol it\nread (state 1 after a first 0, state 2 after a "
+        "first 1), so it accepts the strings that begin\nwith 1: FIRST.",
+        "the strings that end in 1"),
+}
+
+
+def _backwards(rng: random.Random) -> Variant:
+    name = rng.choice(sorted(BACKWARDS))
+    dfa, does, accepts = BACKWARDS[name]
+    return Variant(name, {
+        BOOK_BACKWARDS: f"The automaton `BACKWARDS_DFA = {dfa!r}` {does}",
+        BOOK_FIRST: ("The decoder then reads its input backwards, writes the automaton's "
+                     f"states on\nthe reversed string, and accepts {accepts}."),
+        "BACKWARDS_DFA = ([[0, 1], [0, 1]], 0, [1])": f"BACKWARDS_DFA = {dfa!r}",
+    }, {"dfa": dfa})
+
+
+def _backwards_tests(rng: random.Random) -> list[HiddenTest]:
+    """Three batches of strings longer than the check's (9 to 40 symbols), the states written."""
+    tests = []
+    for _ in range(3):
+        m = rng.randrange(9, 41)
+        w = [[rng.randrange(2) for _ in range(m)] for _ in range(3)]
+        tests.append(HiddenTest(f"decode(backwards_decoder(), torch.tensor({w}))[0]", EXACT))
+    return tests
+
+
 VARIANTS = {"ex-steps-compile": _counter, "ex-steps-precision": _question,
-            "ex-steps-hahn": _count, "ex-steps-machine": _ratio}
+            "ex-steps-hahn": _count, "ex-steps-machine": _ratio,
+            "ex-steps-backwards": _backwards}
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
@@ -226,4 +274,5 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
         "ex-steps-machine": _machine_tests(
             rng, **(variants["ex-steps-machine"].params if "ex-steps-machine" in variants
                     else {})),
+        "ex-steps-backwards": _backwards_tests(rng),
     }
