@@ -323,6 +323,12 @@ def construction_edges(model) -> list[tuple[str, str, str]]:
 
 
 _ROLE_ORDER = ("Q", "K", "V", "in", "out", "write")
+COLUMN = 1.1  # the width of a part's column in draw_construction, in figure units
+
+
+def _label_width(names: list[str]) -> float:
+    """The width of the row labels: about 0.22 units per character at :data:`FONT` points."""
+    return 0.4 + 0.22 * max(len(name) for name in names)
 MAX_FAMILY = 4  # the most dimensions "x=0", "x=1", ... that draw_construction draws apart
 
 
@@ -347,7 +353,7 @@ def _draw_edges(ax, edges, names: list[str]) -> float:
     """The residual stream as one row per named dimension and a column per part, with a cell
     where the part reads (its roles) or writes (+=) that dimension. Returns the width."""
     parts = list(dict.fromkeys(part for part, _, _ in edges))
-    label_width, column = 3.2, 1.25
+    label_width, column = _label_width(names), COLUMN
     row = {name: -i for i, name in enumerate(names)}
     width = label_width + column * len(parts)
     for name in names:
@@ -399,7 +405,8 @@ def draw_construction(models):
         raise TypeError("models must be a non-empty dict from a panel title to a model")
     drawn = {title: _families(construction_edges(model), model.layout.names)
              for title, model in models.items()}
-    widths = [3.4 + 1.25 * len({part for part, _, _ in edges}) for edges, _ in drawn.values()]
+    widths = [_label_width(names) + 0.2 + COLUMN * len({part for part, _, _ in edges})
+              for edges, names in drawn.values()]
     rows = max(len(names) for _, names in drawn.values())
     fig, axes = _new_figure(widths, rows + 2.3)
     for ax, (title, (edges, names)), width in zip(axes, drawn.items(), widths, strict=True):

@@ -1,6 +1,7 @@
 """Hidden tests of the exercises of *Learning to write the steps* (``book/scratchpad.ipynb``),
 and their graded variants (:mod:`course.variants`)."""
 
+import math
 import random
 
 from course.hidden import HiddenTest, close
@@ -83,11 +84,14 @@ def _chain(rng: random.Random) -> Variant:
     }, {"kind": kind})
 
 
-def _chain_tests(rng: random.Random, kind: str = "book", given: int = 0) -> list:
-    cases = [(round(rng.uniform(0.001, 0.2), 4), rng.randrange(1, 200)),
-             (round(rng.uniform(0.2, 0.5), 4), rng.randrange(1, 20)),
-             (round(rng.uniform(0.0, 0.1), 4), rng.randrange(given, given + 3)),
-             (0.0, rng.randrange(0, 50))]
+def _chain_tests(rng: random.Random, given: int = 0) -> list:
+    """Four cases with ``0 < eps < 1/2`` and ``m >= 2``, where every variant's value differs
+    from the book's: rare errors on long chains, frequent ones on short chains, and chains
+    just longer than a variant's given steps."""
+    cases = [(round(rng.uniform(0.001, 0.01), 4), rng.randrange(20, 200)),
+             (round(rng.uniform(0.05, 0.3), 4), rng.randrange(2, 10)),
+             (round(rng.uniform(0.01, 0.2), 4), rng.randrange(given + 2, given + 5)),
+             (round(rng.uniform(0.02, 0.1), 4), rng.randrange(given + 2, given + 30))]
     return [HiddenTest(f"chain_measure({eps!r}, {m})", close(rtol=1e-9, atol=1e-12))
             for eps, m in cases]
 
@@ -142,13 +146,27 @@ def _sign(rng: random.Random) -> Variant:
     return Variant(names.get(kind, f"the {kind} sign test"), replace, {"kind": kind})
 
 
-def _sign_tests(rng: random.Random) -> list:
+def _p_value(kind: str, n: int, k: int) -> float:
+    """The p-value of ``kind`` (``"book"`` or a key of :data:`SIGN_TESTS`) for ``k`` positive
+    differences out of ``n`` nonzero ones, each outcome weighing ``2^-n``."""
+    above = sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+    below = sum(math.comb(n, i) for i in range(0, k + 1)) / 2**n
+    return {"book": above, "two-sided": min(1.0, 2 * min(above, below)), "a loss": below,
+            "mid-p": above - math.comb(n, k) / 2 ** (n + 1)}[kind]
+
+
+def _sign_tests(rng: random.Random, kind: str = "book") -> list:
+    """Per-seed differences, with ties in some: many seeds, a few, mostly positive or mixed;
+    for a variant, drawn again until its p-value differs from the book's."""
     tests = []
-    for seeds, ties in ((rng.randrange(5, 21), 0), (rng.randrange(5, 21), rng.randrange(1, 4)),
-                        (rng.randrange(2, 8), 0), (2, 2)):
-        gain = rng.uniform(-0.3, 0.7)  # how often a seed's difference is positive
-        values = [round(rng.uniform(0.001, 0.5) * (1 if rng.random() < 0.5 + gain / 2 else -1),
-                        4) for _ in range(seeds - ties)] + [0.0] * ties
+    for low, high, ties in ((5, 21, 0), (5, 21, rng.randrange(1, 4)), (2, 8, 0), (2, 5, 2)):
+        while True:
+            seeds, gain = rng.randrange(low, high), rng.uniform(-0.3, 0.7)
+            signs = [1 if rng.random() < 0.5 + gain / 2 else -1 for _ in range(seeds - ties)]
+            n, k = len(signs), signs.count(1)
+            if kind == "book" or _p_value(kind, n, k) != _p_value("book", n, k):
+                break
+        values = [round(rng.uniform(0.001, 0.5) * sign, 4) for sign in signs] + [0.0] * ties
         rng.shuffle(values)
         tests.append(HiddenTest(f"sign_test(torch.tensor({values!r}, dtype=torch.float64))",
                                 close(rtol=1e-9, atol=1e-15)))
@@ -271,8 +289,9 @@ VARIANTS = {"ex-pad-chain": _chain, "ex-pad-sign": _sign, "ex-pad-layout": _layo
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
     chain = variants["ex-pad-chain"].params if "ex-pad-chain" in variants else {}
+    sign = variants["ex-pad-sign"].params if "ex-pad-sign" in variants else {}
     return {
-        "ex-pad-chain": _chain_tests(rng, chain.get("kind", "book"), chain.get("given", 0)),
-        "ex-pad-sign": _sign_tests(rng),
+        "ex-pad-chain": _chain_tests(rng, chain.get("given", 0)),
+        "ex-pad-sign": _sign_tests(rng, sign.get("kind", "book")),
         "ex-pad-layout": _layout_tests(rng),
     }
