@@ -20,10 +20,10 @@ $P(K \\text{ even}) = \\frac{1}{2}\\left(1 + (1 - 2\\varepsilon)^m\\right)$, sin
 $(1 - \\varepsilon + \\varepsilon)^m + (1 - \\varepsilon - \\varepsilon)^m$ counts each even
 $K$ twice and each odd $K$ not at all. As $m$ grows, $(1 - 2\\varepsilon)^m \\to 0$ for
 $0 < \\varepsilon < 1$, and the parity of many random flips is a coin toss: the answer is right
-half the time, not never. If the answer is right on all of 100 strings of length 48, then
-$\\frac{1}{2}(1 + (1 - 2\\varepsilon)^{48})$ is probably close to 1, so $\\varepsilon$ is
-small, of order $1/(48 \\cdot 100)$ at most; a single wrong answer would not even say which step
-erred."""
+half the time, not never. If the answer is right on all of 100 strings of length 48, the chance of a
+right answer is at least about $1 - 3/100$ at 95% confidence (the rule of three: no failure in
+100 trials), so $(1 - 2\\varepsilon)^{48} \\ge 0.94$ and $\\varepsilon \\le 6.4 \\times 10^{-4}$;
+a single wrong answer would not even say which step erred."""
 
 
 def _chain(rng: random.Random) -> Variant:
@@ -37,9 +37,9 @@ def _chain(rng: random.Random) -> Variant:
                 "Every parity is right exactly when no step errs, so the probability is\n"
                 "$(1 - \\varepsilon)^m$. It falls to 0 as $m$ grows, while the answer alone, "
                 "right whenever the\nnumber of wrong steps is even, tends to $1/2$. If every "
-                "chain of 100 strings of length 48\nis right, then $(1 - \\varepsilon)^{48}$ "
-                "is probably close to 1, so $\\varepsilon$ is small, of order\n"
-                "$1/(48 \\cdot 100)$ at most."),
+                "chain of 100 strings of length 48\nis right, then "
+                "$(1 - \\varepsilon)^{48} \\ge 0.97$ at 95% confidence (the rule of three: "
+                "no failure\nin 100 trials), so $\\varepsilon \\le 6.3 \\times 10^{-4}$."),
         }, {"kind": kind})
     if kind == "given steps":
         given = rng.randrange(2, 7)
@@ -175,7 +175,10 @@ def _sign_tests(rng: random.Random, kind: str = "book") -> list:
 
 # --- ex-pad-layout: the scratchpad of any automaton -------------------------------------------
 
-BOOK_LAYOUT_CHECK = """for m in range(7):  # PARITY: the chapter's own sequences
+BOOK_LAYOUT_CHECK = """from companion.languages import all_strings
+from companion.steps import run_dfa
+
+for m in range(7):  # PARITY: the chapter's own sequences
     w = all_strings(m)
     got = automaton_scratchpad([[0, 1], [1, 0]], 0, w)
     assert torch.equal(got, scratchpad.scratchpad_sequence(w)), m
@@ -185,6 +188,10 @@ got = automaton_scratchpad(mod3, 1, w)
 assert torch.equal(got[:, 0], torch.full((64,), 3)), "position 0: the start"
 assert torch.equal(got[:, 1::2], w), "odd positions: the symbols"
 assert torch.equal(got[:, 2::2], 2 + run_dfa(mod3, 1, w)), "even: the states"
+last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
+w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
+want = torch.tensor([[3, 2, 5, 0, 3, 1, 4, 1, 4], [3, 1, 4, 2, 5, 2, 5, 0, 3]])
+assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
 """
 BOOK_STATEMENT = """the teacher-forced sequences `LongTensor[B, 2m + 1]`, holding the token of
 the start state at position 0, $w_j$ at position $2j - 1$ and the token of $q_j$, the state
@@ -216,6 +223,10 @@ assert got.shape == (64, 13), "2m + 1 positions"
 assert torch.equal(got[:, 0], torch.full((64,), 1)), "position 0: the start"
 assert torch.equal(got[:, 1::2], 3 + w), "odd positions: the symbols"
 assert torch.equal(got[:, 2::2], run_dfa(mod3, 1, w)), "even: the states"
+last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
+w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
+want = torch.tensor([[0, 5, 2, 3, 0, 4, 1, 4, 1], [0, 4, 1, 5, 2, 5, 2, 3, 0]])
+assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
 """),
     "no start token": (
         """the teacher-forced sequences `LongTensor[B, 2m]`, holding $w_j$ at
@@ -234,6 +245,10 @@ got = automaton_scratchpad(mod3, 1, w)
 assert got.shape == (64, 12), "2m positions"
 assert torch.equal(got[:, 0::2], w), "even positions: the symbols"
 assert torch.equal(got[:, 1::2], 2 + run_dfa(mod3, 1, w)), "odd: the states"
+last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
+w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
+want = torch.tensor([[2, 5, 0, 3, 1, 4, 1, 4], [1, 4, 2, 5, 2, 5, 0, 3]])
+assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
 """),
     "a start token of its own": (
         """the teacher-forced sequences `LongTensor[B, 2m + 1]`, holding a start
@@ -254,6 +269,10 @@ assert got.shape == (64, 13), "2m + 1 positions"
 assert torch.equal(got[:, 0], torch.full((64,), 5)), "position 0: START"
 assert torch.equal(got[:, 1::2], w), "odd positions: the symbols"
 assert torch.equal(got[:, 2::2], 2 + run_dfa(mod3, 1, w)), "even: the states"
+last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
+w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
+want = torch.tensor([[6, 2, 5, 0, 3, 1, 4, 1, 4], [6, 1, 4, 2, 5, 2, 5, 0, 3]])
+assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
 """),
 }
 
@@ -273,8 +292,8 @@ def _layout(rng: random.Random) -> Variant:
 
 def _layout_tests(rng: random.Random) -> list:
     tests = []
-    for _ in range(3):
-        states, symbols = rng.randrange(1, 5), rng.randrange(2, 4)
+    for symbols in (3, rng.randrange(2, 4), rng.randrange(2, 4)):  # one with three symbols
+        states = rng.randrange(1, 5)
         table = [[rng.randrange(states) for _ in range(symbols)] for _ in range(states)]
         m = rng.randrange(0, 9)
         w = [[rng.randrange(symbols) for _ in range(m)] for _ in range(rng.randrange(1, 4))]
