@@ -19,16 +19,13 @@ from companion.rasp import EXAMPLES, to_circuit
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask, train
 from companion.runtime import describe_device, device, set_seed, using_threads
 from companion.steps import (
-    MAX_TM_POSITIONS,
-    SIGNIFICAND_BITS,
     TM_EXAMPLES,
-    TM_MARGIN_BITS,
     Cache,
     compile_dfa,
     compile_tm,
     decode,
     parity_decoder,
-    tm_bits,
+    tm_max_positions,
     word_problem_dfa,
 )
 from companion.training import Grid, Recognizer
@@ -113,9 +110,7 @@ def bench_decoding(batch=1000, m=1000):
     number it reads and one exp per score, so where attention is most of the work (PARITY,
     the Turing machine) the fraction is small; S5's FFN runs at the matmul's speed."""
     rate = matmul_rate(batch)
-    exact = max(N for N in range(2, MAX_TM_POSITIONS + 1)
-                if tm_bits(N) + TM_MARGIN_BITS <= SIGNIFICAND_BITS[torch.float64])
-    m_tm = min(m, (exact - 1) // 2)
+    m_tm = min(m, (tm_max_positions(torch.float64) - 1) // 2)
     w = random_strings(batch, m, generator=set_seed(0))
     cases = {"PARITY": (parity_decoder(), w),
              "S5 word problem": (compile_dfa(*word_problem_dfa()), w),

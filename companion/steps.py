@@ -285,6 +285,15 @@ TM_MARGIN_BITS = 4
 inner products round too."""
 
 
+def tm_max_positions(dtype=torch.float64) -> int:
+    """The largest ``max_positions`` that :func:`compile_tm` builds in ``dtype`` without
+    ``allow_rounding``: the largest ``N <= MAX_TM_POSITIONS`` with ``tm_bits(N) +
+    TM_MARGIN_BITS`` bits of significand, or 1 where not even ``N = 2`` has them."""
+    bits = SIGNIFICAND_BITS[_check_float(dtype)]
+    return max((N for N in range(2, MAX_TM_POSITIONS + 1)
+                if tm_bits(N) + TM_MARGIN_BITS <= bits), default=1)
+
+
 def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
                max_positions: int = 512, dtype=torch.float64,
                allow_rounding: bool = False) -> Decoder:
@@ -320,9 +329,9 @@ def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
     ``e^-1024`` times it and underflows to 0, while the scores, of size about ``4 C``, must be
     resolved to well within ``R``: :func:`tm_bits` bits of significand. ``compile_tm`` refuses
     a ``dtype`` that lacks them with :data:`TM_MARGIN_BITS` to spare (float64 holds ``N`` up to
-    about 700, float32 only below 10), and one whose range does not hold ``C`` (float16),
-    unless ``allow_rounding``, which builds the decoder anyway, to study where rounding breaks
-    it.
+    675, float32 to 11: :func:`tm_max_positions`), and one whose range does not hold ``C``
+    (float16), unless ``allow_rounding``, which builds the decoder anyway, to study where
+    rounding breaks it.
     """
     table, start, accepting, rejecting, blank = check_tm(transitions, start, accepting,
                                                          rejecting, blank)
@@ -332,7 +341,7 @@ def compile_tm(transitions, start: int, accepting, rejecting, blank: int = 2,
         raise ValueError(f"dtype: the scores of a decoder for max_positions = {N} reach "
                          f"{4 * tm_scale(N):.3g}, beyond the largest {dtype} "
                          f"({torch.finfo(dtype).max:.3g})")
-    if tm_bits(N) + TM_MARGIN_BITS > SIGNIFICAND_BITS[dtype] and not allow_rounding:
+    if N > tm_max_positions(dtype) and not allow_rounding:
         raise ValueError(f"max_positions: a decoder for {N} positions needs about "
                          f"{tm_bits(N):.0f} + {TM_MARGIN_BITS} bits of significand, and "
                          f"{dtype} has {SIGNIFICAND_BITS[dtype]}; use fewer positions or "

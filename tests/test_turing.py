@@ -9,7 +9,16 @@ import random
 import pytest
 import torch
 
-from companion.steps import SCALE, TM_EXAMPLES, Cache, compile_tm, decode, run_tm, tm_scale
+from companion.steps import (
+    SCALE,
+    TM_EXAMPLES,
+    Cache,
+    compile_tm,
+    decode,
+    run_tm,
+    tm_max_positions,
+    tm_scale,
+)
 
 BLANK = 2
 ZEROS_THEN_ONES, PALINDROMES, INCREMENT = (TM_EXAMPLES[name] for name in (
@@ -188,6 +197,18 @@ def test_decoding_a_machine_restores_torchs_threads(monkeypatch):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype, significand", [(torch.float64, 53), (torch.float32, 24)])
+def test_the_largest_decoder_a_dtype_builds_is_the_last_with_the_bits(dtype, significand):
+    """Scores of size 4 (N + 1)(N^2 + 1)^2 gaps, resolved with 4 bits to spare."""
+    def enough(N):
+        return math.log2(4 * (N + 1) * (N**2 + 1) ** 2) + 4 <= significand
+    N = tm_max_positions(dtype)
+    assert enough(N) and not enough(N + 1)
+    assert compile_tm(*INCREMENT, max_positions=N, dtype=dtype).max_positions == N
+    with pytest.raises(ValueError, match="max_positions: a decoder for"):
+        compile_tm(*INCREMENT, max_positions=N + 1, dtype=dtype)
 
 
 def test_a_dtype_without_the_bits_or_the_range_is_refused():

@@ -203,6 +203,17 @@ BOOK_LAYOUT_ANSWER = """    tokens = torch.full((w.shape[0], 2 * w.shape[1] + 1)
         tokens[:, 2 * j + 1], tokens[:, 2 * j + 2] = w[:, j], k + state
     return tokens
 """
+def _layout_check(asserts: list, want: str) -> str:
+    """The check cell of a layout: its ``asserts`` on the mod-3 automaton over every string of
+    length 6, then the sequences ``want`` of a three-symbol automaton on two strings."""
+    return "\n".join([
+        "mod3 = [[0, 1], [1, 2], [2, 0]]  # the number of 1s modulo 3, from state 1",
+        "w = all_strings(6)", "got = automaton_scratchpad(mod3, 1, w)", *asserts,
+        "last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read",
+        "w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])", f"want = torch.tensor({want})",
+        'assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"', ""])
+
+
 LAYOUTS = {
     "states first": (
         """the teacher-forced sequences `LongTensor[B, 2m + 1]`, holding the token of
@@ -216,18 +227,12 @@ of the symbol $a$ is $S + a$ ($S$ the number of states). The check runs another 
         tokens[:, 2 * j + 1], tokens[:, 2 * j + 2] = S + w[:, j], state
     return tokens
 """,
-        """mod3 = [[0, 1], [1, 2], [2, 0]]  # the number of 1s modulo 3, from state 1
-w = all_strings(6)
-got = automaton_scratchpad(mod3, 1, w)
-assert got.shape == (64, 13), "2m + 1 positions"
-assert torch.equal(got[:, 0], torch.full((64,), 1)), "position 0: the start"
-assert torch.equal(got[:, 1::2], 3 + w), "odd positions: the symbols"
-assert torch.equal(got[:, 2::2], run_dfa(mod3, 1, w)), "even: the states"
-last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
-w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
-want = torch.tensor([[0, 5, 2, 3, 0, 4, 1, 4, 1], [0, 4, 1, 5, 2, 5, 2, 3, 0]])
-assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
-"""),
+        _layout_check([
+            'assert got.shape == (64, 13), "2m + 1 positions"',
+            'assert torch.equal(got[:, 0], torch.full((64,), 1)), "position 0: the start"',
+            'assert torch.equal(got[:, 1::2], 3 + w), "odd positions: the symbols"',
+            'assert torch.equal(got[:, 2::2], run_dfa(mod3, 1, w)), "even: the states"'],
+            '[[0, 5, 2, 3, 0, 4, 1, 4, 1], [0, 4, 1, 5, 2, 5, 2, 3, 0]]')),
     "no start token": (
         """the teacher-forced sequences `LongTensor[B, 2m]`, holding $w_j$ at
 position $2j - 2$ and the token of $q_j$, the state after $w_1 \\cdots w_j$, at position
@@ -239,17 +244,11 @@ automaton.""",
         tokens[:, 2 * j], tokens[:, 2 * j + 1] = w[:, j], k + state
     return tokens
 """,
-        """mod3 = [[0, 1], [1, 2], [2, 0]]  # the number of 1s modulo 3, from state 1
-w = all_strings(6)
-got = automaton_scratchpad(mod3, 1, w)
-assert got.shape == (64, 12), "2m positions"
-assert torch.equal(got[:, 0::2], w), "even positions: the symbols"
-assert torch.equal(got[:, 1::2], 2 + run_dfa(mod3, 1, w)), "odd: the states"
-last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
-w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
-want = torch.tensor([[2, 5, 0, 3, 1, 4, 1, 4], [1, 4, 2, 5, 2, 5, 0, 3]])
-assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
-"""),
+        _layout_check([
+            'assert got.shape == (64, 12), "2m positions"',
+            'assert torch.equal(got[:, 0::2], w), "even positions: the symbols"',
+            'assert torch.equal(got[:, 1::2], 2 + run_dfa(mod3, 1, w)), "odd: the states"'],
+            '[[2, 5, 0, 3, 1, 4, 1, 4], [1, 4, 2, 5, 2, 5, 0, 3]]')),
     "a start token of its own": (
         """the teacher-forced sequences `LongTensor[B, 2m + 1]`, holding a start
 token $k + S$ ($S$ the number of states) at position 0, $w_j$ at position $2j - 1$ and the
@@ -262,18 +261,12 @@ $q$ is $k + q$. The check runs another automaton.""",
         tokens[:, 2 * j + 1], tokens[:, 2 * j + 2] = w[:, j], k + state
     return tokens
 """,
-        """mod3 = [[0, 1], [1, 2], [2, 0]]  # the number of 1s modulo 3, from state 1
-w = all_strings(6)
-got = automaton_scratchpad(mod3, 1, w)
-assert got.shape == (64, 13), "2m + 1 positions"
-assert torch.equal(got[:, 0], torch.full((64,), 5)), "position 0: START"
-assert torch.equal(got[:, 1::2], w), "odd positions: the symbols"
-assert torch.equal(got[:, 2::2], 2 + run_dfa(mod3, 1, w)), "even: the states"
-last = [[0, 1, 2]] * 3  # three symbols: the state is the last one read
-w = torch.tensor([[2, 0, 1, 1], [1, 2, 2, 0]])
-want = torch.tensor([[6, 2, 5, 0, 3, 1, 4, 1, 4], [6, 1, 4, 2, 5, 2, 5, 0, 3]])
-assert torch.equal(automaton_scratchpad(last, 0, w), want), "k = 3 symbols"
-"""),
+        _layout_check([
+            'assert got.shape == (64, 13), "2m + 1 positions"',
+            'assert torch.equal(got[:, 0], torch.full((64,), 5)), "position 0: START"',
+            'assert torch.equal(got[:, 1::2], w), "odd positions: the symbols"',
+            'assert torch.equal(got[:, 2::2], 2 + run_dfa(mod3, 1, w)), "even: the states"'],
+            '[[6, 2, 5, 0, 3, 1, 4, 1, 4], [6, 1, 4, 2, 5, 2, 5, 0, 3]]')),
 }
 
 
