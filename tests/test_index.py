@@ -60,6 +60,13 @@ TAUGHT = [
     ("layer normalization; with epsilon = 0", "layernorm_hahn"),
     ("sharpening", "layernorm_hahn"),
     ("bits and nats", "layernorm_hahn"),
+    ("intermediate steps", "intermediate_steps"),
+    ("greedy decoding", "intermediate_steps"),
+    ("teacher forcing", "intermediate_steps"),
+    ("Turing machine", "intermediate_steps"),
+    ("B-RASP", "attention_logic"),
+    ("C-RASP", "attention_logic"),
+    ("unique-hard attention", "attention_logic"),
     ("length generalization", "learnability"),
     ("attention dilution", "learnability"),
     ("log-length scaled attention", "learnability"),
@@ -68,12 +75,15 @@ TAUGHT = [
     ("reparameterization", "recall"),
     ("Bayes-optimal loss", "recall"),
     ("normalized gradient descent", "recall"),
+    ("scratchpad", "scratchpad"),
+    ("sign test", "scratchpad"),
 ]
 
 # A concept whose main entry belongs to one chapter alone: its first use or definition. A later
 # chapter may add a subentry ("cross-entropy; made arbitrarily small"), not the entry itself.
 FIRST_USE = ["softmax", "cross-entropy", "layer normalization", "Hahn's lemma", "PARITY",
-             "FIRST", "MAJORITY", "log-length scaled attention", "recognizer"]
+             "FIRST", "MAJORITY", "log-length scaled attention", "recognizer",
+             "teacher forcing"]
 
 
 def _markdown(path: Path) -> str:

@@ -19,7 +19,7 @@ SOLUTION = ("so the cross-entropy in bits is\n$\\log_2(1 + e^{-c\\sqrt{d/2}})$. 
 TARGETS = {  # another target than the cross-entropy in bits, and the largest eta tested (c > 0
     # up to ln 2 nats and a probability 1/2)
     "the cross-entropy in nats": (0.6, {
-        "Proposition 2 in bits": "Proposition 2 in nats",
+        "Sharpening in bits": "Sharpening in nats",
         "is exactly `eta` **bits**": "is exactly `eta` **nats**",
         QUESTION:
             "For which `eta` is it positive, and how does it compare with the scale for `eta` "
@@ -37,7 +37,7 @@ TARGETS = {  # another target than the cross-entropy in bits, and the largest et
         "your scale gives {bits} bits": "your scale gives {nats} nats",
     }),
     "the probability of the wrong answer": (0.45, {
-        "Proposition 2 in bits": "Proposition 2 as a probability",
+        "Sharpening in bits": "Sharpening as a probability",
         "for which every string's cross-entropy is exactly `eta` **bits**":
             "for which every string gets the wrong answer with probability exactly `eta`\n"
             "($0 < \\eta < \\tfrac12$)",
