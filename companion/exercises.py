@@ -355,9 +355,10 @@ def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
     excludes_zero)``: the mean over seeds of ``scaled - standard``, a 95% percentile bootstrap
     interval for it, and whether the interval excludes 0.
 
-    The answer must resample whole seeds with ``torch.randint(seeds, (samples, seeds),
-    generator=generator)`` (one row per resample) and take the 2.5th and 97.5th percentiles of
-    the resampled means with linear interpolation; it is then compared with
+    The answer must resample whole seeds with ``torch.randint(k, (samples, k),
+    generator=generator)``, ``k = len(standard)`` the number of seeds (one row per resample),
+    and take the 2.5th and 97.5th percentiles of the resampled means with linear
+    interpolation; it is then compared with
     :func:`companion.length_generalization.bootstrap_difference` given a generator seeded
     alike, to 1e-9, on built-in cases and on the ``(standard, scaled)`` pairs in ``pairs``.
     """
@@ -412,8 +413,9 @@ def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
             return Feedback(False, f"for {data} and {samples} resamples, the 95% interval is "
                                    f"[{low:.6f}, {high:.6f}], not [{numbers[1]:.6f}, "
                                    f"{numbers[2]:.6f}]. Resample whole seeds with "
-                                   f"torch.randint(seeds, (samples, seeds), "
-                                   f"generator=generator), one row per resample, and take "
+                                   f"torch.randint(k, (samples, k), "
+                                   f"generator=generator) with k = len(standard), the "
+                                   f"number of seeds, one row per resample, and take "
                                    f"the 2.5th and 97.5th percentiles of the resampled means, "
                                    f"interpolating linearly.{wider}")
         if excludes != (low > 0 or high < 0):

@@ -505,8 +505,9 @@ def plot_training_curves(log, axes=None):
     cross-entropy (bits per string), test accuracy and the attention weight on the first symbol,
     by epoch (rows), for each variant (columns: standard, scaled attention), one curve per train
     length: the mean over runs, with a band of one standard error of the mean. Every panel is
-    titled with its variant, and the panels of one row share their y-range. Returns the
-    ``[3, variants]`` array of axes."""
+    titled with its quantity and its variant ("accuracy, scaled attention"), so that a caption
+    can name it wherever the panels stand, and the panels of one quantity share their y-range.
+    Returns the ``[3, variants]`` array of axes."""
     from companion.training import TrainingLog
 
     if not isinstance(log, TrainingLog):
@@ -515,10 +516,11 @@ def plot_training_curves(log, axes=None):
     if axes is None:
         _, axes = plt.subplots(3, len(grid.variants), figsize=(4.5 * len(grid.variants), 8),
                                sharex=True, squeeze=False, layout="constrained")
-    rows = (("cross_entropy", "cross-entropy (bits)"), ("accuracy", "accuracy"),
-            ("attention_to_first", "attention to first symbol"))
+    rows = (("cross_entropy", "cross-entropy (bits)", "cross-entropy"),
+            ("accuracy", "accuracy", "accuracy"),
+            ("attention_to_first", "attention to first symbol", "attention to first symbol"))
     for column, variant in enumerate(grid.variants):
-        for row, (metric, label) in enumerate(rows):
+        for row, (metric, label, name) in enumerate(rows):
             ax = axes[row][column]
             for index, m in enumerate(grid.train_lengths):
                 values = log.select(metric, m, variant).double()
@@ -530,7 +532,7 @@ def plot_training_curves(log, axes=None):
             ax.set_ylabel(label)
             # every panel its title and tick labels: on a phone the panels stand one under
             # another
-            ax.set_title(f"{variant} attention, tested on $m = {log.test_length}$")
+            ax.set_title(f"{name}, {variant} attention", fontsize="medium")
             ax.tick_params(labelbottom=True)
             ax.set_xlabel("epoch")
         axes[1][column].set_ylim(0.4, 1.02)

@@ -1,12 +1,14 @@
 """Training many small transformer recognizers at once: the learning experiments of
 [chiang2022overcoming] §5.1 and §5.4 (keys of book/references.bib).
 
-The model is the authors' (their §5.1): learned word embeddings for 0, 1 and CLS, plus a learned
-linear map of fixed position features (those of the matching exact solution: ``[i=1]`` for
-FIRST; ``i/n`` and ``cos(i pi)`` for PARITY); two post-norm ``nn.TransformerEncoderLayer`` s
-with ``d_model = 16``, ``d_ff = 64``, ReLU, no dropout, layer norm eps ``1e-5``, one head for
-FIRST and two for PARITY; a linear output on CLS giving the logit. :class:`Recognizer` is that
-model in plain PyTorch, one run at a time; its default initialization is PyTorch's.
+The model follows the authors' text (their §5.1): learned word embeddings for 0, 1 and CLS, the
+fixed position features of the matching exact solution (``[i=1]`` for FIRST; ``i/n`` and
+``cos(i pi)`` for PARITY), two post-norm layers with ``d_model = 16``, ``d_ff = 64``, no
+dropout, layer norm eps ``1e-5``, one head for FIRST and two for PARITY. The text leaves the
+rest open, and the book chooses: the position features enter through a learned linear map added
+to the word embedding, each layer is PyTorch's ``nn.TransformerEncoderLayer`` (ReLU), and a
+linear output on CLS gives the logit. :class:`Recognizer` is that model in plain PyTorch, one
+run at a time; its default initialization is PyTorch's.
 
 :func:`train` trains a whole grid of such models (runs x train lengths x variants) as one
 computation: every parameter is stacked along a leading "model" dimension, the forward pass of
@@ -27,8 +29,10 @@ strings keep one type per position.
 
 import hashlib
 import math
+import os
 import pickle
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -283,6 +287,25 @@ class TrainingLog:
 
 
 METRICS = ("cross_entropy", "accuracy", "attention_to_first", "train_loss")
+
+
+def results_folder(start=None) -> Path:
+    """The folder where a chapter saves its training logs (:meth:`TrainingLog.save`):
+    ``_build/results`` under the root of the book's repository when ``start`` lies inside it,
+    and under ``start`` itself otherwise, so that a chapter run from a folder of unzipped
+    notebooks writes nothing outside that folder. ``start`` is a folder, by default the working
+    directory (where Jupyter runs a notebook); the repository's root is the nearest folder at
+    or above it that holds ``_toc.yml`` and a ``companion`` folder. The folder is not created.
+    """
+    if start is None:
+        start = Path.cwd()
+    elif not isinstance(start, str | os.PathLike):
+        raise TypeError(f"start must be a folder's path, got {type(start).__name__}")
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "_toc.yml").is_file() and (folder / "companion").is_dir():
+            return folder / "_build" / "results"
+    return start / "_build" / "results"
 
 
 def stack_modules(build, seeds, dtype=torch.float32, device=None) -> dict:

@@ -122,8 +122,11 @@ def test_training_curves_draw_each_length_mean_per_variant():
         for m in (3, 5):
             expected = log.select("accuracy", m, variant).mean(dim=0)
             np.testing.assert_allclose(lines[f"trained on $m = {m}$"].get_ydata(), expected)
-    for row in axes:  # every panel names its variant; compared panels share their y-range
-        assert ["standard" in row[0].get_title(), "scaled" in row[1].get_title()] == [True] * 2
+    names = ("cross-entropy", "accuracy", "attention to first symbol")
+    for row, name in zip(axes, names, strict=True):  # every panel names its quantity and
+        # variant; the panels of one quantity share their y-range
+        assert [ax.get_title() for ax in row] == [f"{name}, {variant} attention"
+                                                  for variant in grid.variants]
         assert row[0].get_ylim() == row[1].get_ylim()
         assert all(ax.xaxis.get_tick_params()["labelbottom"] for ax in row)
 

@@ -1,6 +1,7 @@
 """companion.training against PyTorch's own modules and optimizer, run one model at a time."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from companion.training import (
     TrainingLog,
     logits_and_attention,
     position_features,
+    results_folder,
     stacked_parameters,
     token_types,
     train,
@@ -169,3 +171,22 @@ def test_bad_input():
     with pytest.raises(ValueError, match="no model has train length 4"):
         train(grid, epochs=1, steps=1, test_strings=1, test_length=3,
               progress=False).select("accuracy", 4, "scaled")
+
+
+def test_results_stay_in_the_repository_or_beside_the_notebook(tmp_path, monkeypatch):
+    """Inside the book's repository the logs go to its root's _build/results; in a folder of
+    unzipped notebooks (no _toc.yml and companion/ above), under that folder, never above it."""
+    root = Path(__file__).resolve().parents[1]
+    assert results_folder(root / "book") == root / "_build" / "results"
+    assert results_folder(str(root)) == root / "_build" / "results"
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    monkeypatch.chdir(chapters)
+    assert results_folder() == chapters.resolve() / "_build" / "results"
+    (tmp_path / "_toc.yml").write_text("")  # a _toc.yml alone is not the repository
+    assert results_folder(chapters) == chapters.resolve() / "_build" / "results"
+    (tmp_path / "companion").mkdir()
+    assert results_folder(chapters) == tmp_path.resolve() / "_build" / "results"
+    assert not (tmp_path / "_build").exists()  # nothing is created
+    with pytest.raises(TypeError, match="start"):
+        results_folder(3)
