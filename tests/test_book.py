@@ -334,6 +334,40 @@ def test_the_notebook_with_outputs_comes_from_the_cache(tmp_path, cache_executed
     assert nbformat.read(offered / "other.ipynb", as_version=4) == committed
 
 
+def test_the_execution_statistics_name_chapters_and_statuses_in_words():
+    """tools/exectable.py on myst-nb's table: "passed" and "failed" in words, each notebook
+    linked under its title (Sphinx writes it: the link's own text is not explicit), the rows in
+    the order of the table of contents (myst-nb sorts them by name), and the table marked for
+    the phone's style sheet."""
+    from types import SimpleNamespace
+
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+    from exectable import CLASS, StatusInWords
+    from myst_nb.ext.execution_tables import make_stat_table
+    from sphinx import addnodes
+
+    run = {"mtime": 0, "method": "cache", "runtime": 1.5, "succeeded": True, "error": None}
+    document = new_document("execution", get_default_settings(Parser))
+    document.settings.env = SimpleNamespace(
+        config=SimpleNamespace(root_doc="book/intro"),
+        toctree_includes={"book/intro": ["book/ran", "book/execution"],
+                          "book/ran": ["book/broke"]})
+    document += make_stat_table("book/execution", {
+        "book/ran": {"exec_data": run},
+        "book/broke": {"exec_data": {**run, "succeeded": False, "error": "ValueError"}}})
+    StatusInWords(document).run()
+    [table] = document.children
+    words = table.astext().split()
+    assert "passed" in words and "failed" in words and "✅" not in table.astext()
+    assert words.index("passed") < words.index("failed"), "ran, then broke, as in the toc"
+    assert CLASS in table["classes"]
+    links = list(table.findall(addnodes.pending_xref))
+    assert [link["reftarget"] for link in links] == ["ran", "broke"]
+    assert not any(link["refexplicit"] for link in links)
+
+
 # What axe-core reports that is not ours to fix: Sphinx marks up a bibliography as a list whose
 # entries carry the deprecated role doc-biblioentry, and the theme puts its sidebar outside a
 # landmark. Everything else it finds of impact "serious" or "critical" fails the check.
@@ -346,8 +380,9 @@ def test_every_page_reads_well_in_a_browser(built_book):
     """Every page as a reader's browser shows it, offline, at a desktop's and at a phone's
     width: no console error, every math span typeset, no TeX or MyST left as text, every image
     loaded, figure text 10 CSS px or more, every internal link and anchor found, nothing wider
-    than the text column (no display equation scrolls in its own box, at either width, and no
-    page is wider than a phone), no margin note floated beside a code cell or another block,
+    than the text column (no display equation scrolls in its own box, at either width, no table
+    or printed output is wider than its column, and no page is wider than a phone; code may
+    scroll on a phone), no margin note floated beside a code cell or another block,
     the phone's navigation buttons open and "on this page" closes after a jump, no error
     output, no serious
     accessibility violation in the light or the dark theme. The first screen of each page at
@@ -377,6 +412,8 @@ def test_every_page_reads_well_in_a_browser(built_book):
     # chapter, and the full-scale appendix (a text notebook that shows its recorded figures)
     statistics = (html / "book" / "execution.html").read_text()
     assert statistics.count("<p>passed</p>") == len(NOTEBOOKS) + 1 and "✅" not in statistics
+    # sphinx-proof's Proof Index listed labels ("thm-recall-division"): not built (_config.yml)
+    assert not (html / "prf-prf.html").exists()
 
 
 # In-context recall's Theorem 5.6 as the chapter once wrote it: a line of its inline math
@@ -405,16 +442,42 @@ print("a code block, whose grey box a note floated beside the text would lie ove
 """
 
 
+# A notebook, with its outputs, that prints a line of 100 characters and shows a DataFrame of
+# twelve columns: wider than a phone's column, and (the table) than a desktop's.
+WIDE_OUTPUTS = {
+    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                "language": "python"}},
+    "cells": [
+        {"cell_type": "markdown", "id": "title", "metadata": {}, "source": "# Wide outputs"},
+        {"cell_type": "code", "id": "printed", "metadata": {}, "execution_count": 1,
+         "source": "print('result ' * 7)",
+         "outputs": [{"output_type": "stream", "name": "stdout",
+                      "text": "a printed result of a hundred characters, "
+                              "printed-on-one-line-without-a-break-" + "x" * 22 + "\n"}]},
+        {"cell_type": "code", "id": "frame", "metadata": {}, "execution_count": 2,
+         "source": "frame",
+         "outputs": [{"output_type": "execute_result", "execution_count": 2, "metadata": {},
+                      "data": {"text/plain": "frame", "text/html": (
+                          '<table class="dataframe"><thead><tr>'
+                          + "".join(f"<th>a column named {i}</th>" for i in range(12))
+                          + "</tr></thead><tbody><tr>"
+                          + "".join(f"<td>{i}</td>" for i in range(12))
+                          + "</tr></tbody></table>")}}]}]}
+
+
 @pytest.mark.slow  # builds a small book and opens it in headless Chromium
 def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
     """The check that passes the book fails a page that shows TeX as text (the theorem above,
     built as the book builds its pages: MyST, sphinx-proof, MathJax offline), and, at a phone's
     width, a page without the book's stylesheet, where the theme floats a margin note beside the
-    code block that follows it."""
+    code block that follows it; it reports a notebook's table wider than the column at both
+    widths and, on a phone, its printed line that does not wrap (without the book's style)."""
     from browser import check_book
 
     (tmp_path / "index.md").write_text(GARBLED_THEOREM)
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\n")
+    (tmp_path / "wide.ipynb").write_text(json.dumps(WIDE_OUTPUTS))
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n- file: wide\n")
     (tmp_path / "_config.yml").write_text(yaml.safe_dump({
         "title": "garbled", "execute": {"execute_notebooks": "off"},
         "parse": {"myst_enable_extensions": ["amsmath", "dollarmath"]},
@@ -430,6 +493,12 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
     [phone] = [r for r in reports if r.path == "index.html" and r.width == "phone"]
     assert any("sits beside" in found and "a code block" in found for found in phone.overlaps), \
         phone.overlaps
+    for width in ("desktop", "phone"):
+        [page] = [r for r in reports if r.path == "wide.html" and r.width == width]
+        assert any("a column named 0" in found for found in page.cut_tables), page.cut_tables
+        assert "cut_tables" in page.problems()
+    [phone] = [r for r in reports if r.path == "wide.html" and r.width == "phone"]
+    assert any("100 characters" in found for found in phone.cut_outputs), phone.cut_outputs
 
 
 @pytest.mark.slow  # needs the executed build and its PDF

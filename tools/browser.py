@@ -1,8 +1,9 @@
 """Open every page of a built HTML book in headless Chromium, as a reader would, at a desktop
 and at a phone width, and report what a reader would meet: console errors, untypeset math,
 TeX or MyST left as visible text, broken images and links, equations or figures wider than the
-text column, figures whose labels are too small to read, navigation that does not open, error
-output, accessibility violations (axe-core, in the light and the dark theme).
+text column, tables and printed outputs wider than their column (code alone may scroll
+sideways on a phone), figures whose labels are too small to read, navigation that does not
+open, error output, accessibility violations (axe-core, in the light and the dark theme).
 
 Used by the slow checks of `tests/test_book.py`; run by hand with
 `python tools/browser.py _build/html [SCREENS_DIR]` to print the report of a build."""
@@ -114,6 +115,42 @@ PAGE_SCRIPT = """async () => {
                                               + 'div.admonition')];
   const level = (a, b) => a.height > 0 && b.height > 0
       && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  // A table or a printed output is cut when it is wider than the block that holds it (its
+  // parent's content box): the rest is off the column's edge, or scrolls in a box that gives
+  // no sign of it. Code cells may scroll sideways; tables and printed outputs may not.
+  const holder = el => {
+    let box = el.parentElement;
+    while (box && ['inline', 'contents'].includes(getComputedStyle(box).display)) {
+      box = box.parentElement;
+    }
+    return box;
+  };
+  const contentWidth = box => {
+    const style = getComputedStyle(box);
+    return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  };
+  const cut = el => {
+    const full = Math.ceil(Math.max(el.scrollWidth, el.getBoundingClientRect().width));
+    const room = Math.floor(contentWidth(holder(el)));
+    return full > room + 1 || wide(el) ? `${full} px in a ${room} px column` : null;
+  };
+  const section = el => {
+    const title = el.closest('section')?.querySelector('h1, h2, h3, h4, h5, h6');
+    return title ? '§ ' + title.textContent.replace(/#$/, '').trim().slice(0, 50) : '';
+  };
+  const cutTables = [...article.querySelectorAll('table')].filter(cut).map(el => {
+    const caption = el.querySelector('caption') || el.closest('figure')?.querySelector(
+      'figcaption');
+    const head = caption || el.querySelector('tr');
+    return `table ${cut(el)}: ${section(el)}: `
+      + (head?.textContent ?? '').trim().replace(/\\s+/g, ' ').slice(0, 60);
+  });
+  const cutOutputs = [...article.querySelectorAll('.cell_output pre, div.output pre')]
+    .filter(cut).map(el => {
+      const line = el.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a);
+      return `output ${cut(el)}: ${section(el)}: ${line.length} characters: `
+        + line.trim().slice(0, 60);
+    });
   const overlaps = floats.flatMap(f => blocks
     .filter(b => !f.contains(b) && !b.contains(f)
                  && level(f.getBoundingClientRect(), b.getBoundingClientRect()))
@@ -138,6 +175,8 @@ PAGE_SCRIPT = """async () => {
       ...[...article.querySelectorAll('.figure-panels')].filter(wide)
         .map(el => 'figure panels scroll: ' + name(el.closest('figure') || el))],
     overlaps,
+    cutTables,
+    cutOutputs,
     scrollingEquations: equations.filter(el => wide(el) && scrolls(el)).map(tex),
     errorOutput: [...document.querySelectorAll(
       '.output.traceback, .output.stderr, .output.error')].map(name),
@@ -176,6 +215,8 @@ class PageReport:
     wide: list[str] = field(default_factory=list)
     overflow: list[str] = field(default_factory=list)
     overlaps: list[str] = field(default_factory=list)
+    cut_tables: list[str] = field(default_factory=list)
+    cut_outputs: list[str] = field(default_factory=list)
     scrolling_equations: list[str] = field(default_factory=list)
     navigation: list[str] = field(default_factory=list)
     error_output: list[str] = field(default_factory=list)
@@ -186,8 +227,9 @@ class PageReport:
         """Every kind of problem found on the page, by name (empty when the page is clean).
         An equation too long for a phone's column that scrolls in its own box is not one."""
         kinds = ["console_errors", "failed_requests", "untypeset", "math_errors", "raw_markup",
-                 "broken_images", "small_figure_text", "wide", "overflow", "overlaps", "navigation",
-                 "error_output", "broken_links", "accessibility"]
+                 "broken_images", "small_figure_text", "wide", "overflow", "overlaps",
+                 "cut_tables", "cut_outputs", "navigation", "error_output", "broken_links",
+                 "accessibility"]
         return {kind: getattr(self, kind) for kind in kinds if getattr(self, kind)}
 
 
@@ -323,6 +365,8 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
         report.overflow.append(f"the page is {seen['pageWidth']} px wide in a "
                                f"{seen['windowWidth']} px window")
     report.overlaps = seen["overlaps"]
+    report.cut_tables = seen["cutTables"]
+    report.cut_outputs = seen["cutOutputs"]
     report.scrolling_equations = seen["scrollingEquations"]
     report.error_output = seen["errorOutput"]
     if screenshot is not None:
@@ -333,7 +377,8 @@ def _check_page(context, url: str, report: PageReport, screenshot: Path | None):
     report.overflow += [f"scrolls at a {report.width}'s width: {tex}"
                         for tex in report.scrolling_equations]
     if report.width == "desktop":
-        # Code and tables scroll sideways on a phone, as everywhere; on a desktop they fit.
+        # Code scrolls sideways on a phone; on a desktop it fits. (Tables and printed outputs
+        # fit at both widths: cut_tables, cut_outputs.)
         report.wide = seen["wide"]
         report.accessibility = _accessibility(page, report)
     else:
