@@ -17,14 +17,16 @@ The student edition drops the ``solution`` cells (nbconvert's ``TagRemovePreproc
 replaces each answer with a stub, shown unfolded, that raises ``NotImplementedError``, and
 writes the book's roles as plain text (citations as "Author (year)", references by their
 titles), since no bibliography or other chapter is at hand; its exercise and statement
-directives stay, which JupyterLab renders as boxes with jupyterlab-myst. The checks stay, so
-students can test their work, and each written part gets a Markdown cell tagged ``written``
-for the answer. Stubs, checks and written parts name each exercise by the book's number and
-its label, "Exercise 7.1 (ex-learn-threshold)" (:mod:`course.numbers`). Points are graded by
-hidden tests (:mod:`course.hidden`), not by the checks. The instructor edition keeps
-everything. Both are written without outputs. For graded work, a course seed (and a roster)
-hands out variants of the exercises that the public book does not answer
-(:mod:`course.variants`). Command line::
+directives stay, which JupyterLab renders as boxes with jupyterlab-myst; its proofs are left
+unnumbered and each figure gets its number and caption, as in the book
+(:func:`course.numbers.lab_edition`). The checks stay, so students can test their work (an
+exercise's checks say which exercise they check; the chapter's own are left as they are), and
+each written part gets a Markdown cell tagged ``written`` for the answer. Stubs, checks and
+written parts name each exercise by the book's number and its label, "Exercise 7.1
+(ex-learn-threshold)" (:mod:`course.numbers`). Points are graded by hidden tests
+(:mod:`course.hidden`), not by the checks. The instructor edition keeps everything. Both are
+written without outputs. For graded work, a course seed (and a roster) hands out variants of
+the exercises that the public book does not answer (:mod:`course.variants`). Command line::
 
     python -m course.assignments book/*.ipynb --out _build/assignments \\
         [--course-seed N [--roster students.csv]]
@@ -42,7 +44,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
 
-from course.numbers import box_numbers, exercise_numbers, numbered
+from course.numbers import box_numbers, exercise_numbers, figure_numbers, lab_edition, numbered
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
 VARIANT = "course_variant"  # metadata: the variant of each exercise (course.variants)
@@ -85,8 +87,9 @@ def tagged(notebook: nbformat.NotebookNode, tag: str, label: str,
 class StubAnswers(Preprocessor):
     """Replace every ``answer`` cell by a stub that raises ``NotImplementedError``, unfolded
     (the book folds the model answer, in the HTML and in JupyterLab), and name the exercise
-    of every ``check`` cell, before it and when it passes; ``numbers`` maps labels to the
-    book's numbers (:func:`course.numbers.exercise_numbers`)."""
+    of every ``check`` cell of an exercise (metadata ``exercise``), before it and when it
+    passes; the chapter's own checks, of no exercise, are left as they are. ``numbers`` maps
+    labels to the book's numbers (:func:`course.numbers.exercise_numbers`)."""
 
     def __init__(self, numbers: dict[str, str], **kwargs):
         super().__init__(**kwargs)
@@ -94,19 +97,20 @@ class StubAnswers(Preprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         tags = cell.metadata.get("tags", [])
-        name = numbered(cell.metadata.get("exercise", "this exercise"), self.numbers)
+        label = cell.metadata.get("exercise")
+        name = numbered(label or "this exercise", self.numbers)
         if cell.cell_type == "code" and ANSWER in tags:
             cell.source = (f"# Your answer to {name}; then run the check below.\n"
                            f'raise NotImplementedError("{name}: not answered yet")')
             cell.metadata.tags = [tag for tag in cell.metadata.tags if tag != FOLDED]
             cell.metadata.pop("jupyter", None)
-        elif cell.cell_type == "code" and CHECK in tags:
+        elif cell.cell_type == "code" and CHECK in tags and label:  # not the chapter's own
             cell.source = f'# Checks {name}\n{cell.source}\nprint("{name}: the checks pass")'
         return cell, resources
 
 
 _EXERCISE = re.compile(r"```\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?P<body>.*?)\n```", re.S)
-_ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref)\}`(?P<target>[^`]*)`")
+_ROLE = re.compile(r"\{(?P<role>cite:t|cite:p|prf:ref|doc|ref|numref)\}`(?P<target>[^`]*)`")
 CHAPTERS = BIBLIOGRAPHY.parent
 
 
@@ -115,28 +119,145 @@ def _bibliography() -> str:
     return BIBLIOGRAPHY.read_text()
 
 
-_ACCENTS = {'"': "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
-            "=": "\u0304", ".": "\u0307"}  # BibTeX's accent commands, as combining marks
-_LETTERS = {"aa": "å", "AA": "Å", "ae": "æ", "ss": "ß", "o": "ø", "O": "Ø", "l": "ł"}
+def _braced(text: str, start: int, close: str = "}") -> int:
+    """The index just after the ``close`` that ends the group opened before ``start``, braces
+    nested within counted (a ``"``-quoted value ends at a ``"`` outside braces)."""
+    depth, i = 0, start
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == close and depth == 0:
+            return i + 1
+        depth += (char == "{") - (char == "}")
+        i += 1
+    raise ValueError(f"references.bib: a group opened before {text[start:start + 40]!r} "
+                     "does not end")
+
+
+def _bib_value(text: str, i: int) -> tuple[str, int]:
+    """The value of a BibTeX field that starts at ``text[i]``: ``{…}``, ``"…"`` or a bare
+    number or word, parts joined with ``#`` concatenated; and the index after it."""
+    parts = []
+    while True:
+        i = len(text) - len(text[i:].lstrip())
+        if text.startswith("{", i) or text.startswith('"', i):
+            end = _braced(text, i + 1, "}" if text[i] == "{" else '"')
+            parts.append(text[i + 1:end - 1])
+        else:
+            bare = re.match(r"[^\s,#}]+", text[i:])
+            if not bare:
+                raise ValueError(f"references.bib: no value at {text[i:i + 40]!r}")
+            end = i + bare.end()
+            parts.append(bare[0])
+        i = len(text) - len(text[end:].lstrip())
+        if not text.startswith("#", i):
+            return "".join(parts), i
+        i += 1
+
+
+@cache
+def bib_entries() -> dict[str, dict[str, str]]:
+    """The entries of the book's bibliography (:func:`parse_bibtex`)."""
+    return parse_bibtex(_bibliography())
+
+
+def parse_bibtex(text: str) -> dict[str, dict[str, str]]:
+    """``{key: {field: value}}`` for every entry of the BibTeX ``text``, field names in lower
+    case, values as written but without their outer braces or quotes: ``year = {2022}``,
+    ``year = "2022"`` and ``year = 2022`` are all "2022", and parts joined with ``#`` are
+    concatenated. A ``ValueError`` names an entry that cannot be read."""
+    entries, at = {}, 0
+    while entry := re.compile(r"@(\w+)\s*\{\s*").search(text, at):
+        if entry[1].lower() in ("comment", "string", "preamble"):
+            at = _braced(text, entry.end())
+            continue
+        key = re.compile(r"([^,\s]+)\s*,").match(text, entry.end())
+        if not key:
+            raise ValueError(f"references.bib: no key at {text[entry.start():][:40]!r}")
+        fields, i = {}, key.end()
+        while True:
+            i = len(text) - len(text[i:].lstrip(" \t\r\n,"))
+            if i >= len(text) or text[i] == "}":
+                break
+            name = re.match(r"([\w-]+)\s*=\s*", text[i:])
+            if not name:
+                raise ValueError(f"references.bib: entry {key[1]}: no field at "
+                                 f"{text[i:i + 40]!r}")
+            fields[name[1].lower()], i = _bib_value(text, i + name.end())
+        entries[key[1]], at = fields, i + 1
+    return entries
+
+
+# TeX's accents as Unicode combining marks: the symbol accents (\'e, \"o) and the letter
+# accents, which need a brace or a space before their letter (\c{c}, \v s).
+_ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303",
+            "=": "\u0304", ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b",
+            "c": "\u0327", "k": "\u0328", "r": "\u030a", "d": "\u0323", "b": "\u0331"}
+_LETTERS = {"aa": "å", "AA": "Å", "ae": "æ", "AE": "Æ", "oe": "œ", "OE": "Œ", "ss": "ß",
+            "o": "ø", "O": "Ø", "l": "ł", "L": "Ł", "i": "ı", "j": "ȷ"}
+_ACCENTED = r"(\\[ij](?![a-zA-Z])|[a-zA-Z])"  # a letter, or a dotless i or j
 
 
 def _unicode(text: str) -> str:
-    """BibTeX's accented letters as Unicode: ``H{\\aa}stad`` is Håstad, ``Sch{\\"u}tzenberger``
-    Schützenberger; then the braces go."""
-    text = re.sub(r"\\(aa|AA|ae|ss|[oOl])(?![a-zA-Z])", lambda m: _LETTERS[m[1]], text)
-    text = re.sub(r"\\([\"'`^~=.])\s*\{?([a-zA-Z])\}?", lambda m: m[2] + _ACCENTS[m[1]], text)
-    return unicodedata.normalize("NFC", text.replace("{", "").replace("}", ""))
+    """A BibTeX field as Unicode text: accented letters (``H{\\aa}stad`` is Håstad,
+    ``Sch{\\"u}tzenberger``, ``Sch\\"{u}tzenberger`` and ``Sch\\"utzenberger`` are
+    Schützenberger, ``\\c{c}`` is ç, ``\\'{\\i}`` í), escaped signs (``\\&``), dashes and ties;
+    then the braces go."""
+
+    def accent(match):
+        letter = (match[2] or match[3]).lstrip("\\")
+        return letter + _ACCENTS[match[1]]
+
+    text = re.sub(r"\\([\"'`^~=.])\s*(?:\{\s*" + _ACCENTED + r"\s*\}|" + _ACCENTED + ")",
+                  accent, text)
+    text = re.sub(r"\\([uvHckrdb])(?:\s*\{\s*" + _ACCENTED + r"\s*\}|\s+" + _ACCENTED + ")",
+                  accent, text)
+    text = re.sub(r"\\(aa|AA|ae|AE|oe|OE|ss|[oOlLij])(?![a-zA-Z])(?:\{\}|\s*)",
+                  lambda m: _LETTERS[m[1]], text)
+    text = re.sub(r"\\([&%$#_{}])", r"\1", text).replace("---", "—").replace("--", "–")
+    text = re.sub(r"(?<!\\)~", "\u00a0", text)
+    return unicodedata.normalize("NFC", re.sub(r"(?<!\\)[{}]", "", text))
+
+
+def _split_top(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` (a regular expression) where no brace is open."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char == "{") - (char == "}")
+        if depth == 0 and (found := re.match(separator, text[i:])):
+            if i >= start:
+                parts.append(text[start:i])
+                start = i + found.end()
+    return [*parts, text[start:]]
+
+
+def _last_name(name: str) -> str:
+    """The last name, with its "von" part, of a BibTeX name ("Last, First", "First von Last",
+    or ``{Corporate Name}``), as Unicode."""
+    parts = _split_top(name.strip(), ",")
+    if len(parts) > 1:
+        return _unicode(parts[0]).strip()
+    words = [w for w in _split_top(name.strip(), r"\s+") if w]
+    von = next((i for i, w in enumerate(words[:-1]) if i and w[:1].islower()), len(words) - 1)
+    return _unicode(" ".join(words[von:])).strip()
 
 
 def _author_year(key: str) -> tuple[str, str] | None:
     """("Chiang and Cholak", "2022") for a key of the book's bibliography, or None."""
-    entry = re.search(r"@\w+\{" + re.escape(key) + r",(.*?)\n\}", _bibliography(), re.S)
-    if not entry:
+    fields = bib_entries().get(key)
+    if fields is None:
         return None
-    fields = {name: _unicode(value) for name, value in
-              re.findall(r"(\w+)\s*=\s*\{(.*?)\},?[ \t]*(?:\n|$)", entry.group(1))}
-    names = [name.split(",")[0].strip() for name in fields.get("author", key).split(" and ")]
-    return " and ".join(names) if len(names) < 3 else f"{names[0]} et al.", fields.get("year", "")
+    people = fields.get("author") or fields.get("editor") or key
+    names = [_last_name(n) for n in _split_top(" ".join(people.split()), r" and ")]
+    if names[-1] == "others":
+        names = names[:1] + ["others"]
+    who = " and ".join(names) if len(names) < 3 and "others" not in names else (
+        f"{names[0]} et al.")
+    year = _unicode(fields.get("year", "")).strip() or (
+        re.match(r"\d{4}", _unicode(fields.get("date", "")).strip()) or [""])[0]
+    return who, year
 
 
 def _citation(target: str, in_text: bool) -> str:
@@ -177,25 +298,29 @@ def statement_titles(notebook, chapter: str | None = None) -> dict[str, str]:
     """``{label: "Lemma 5.1"}`` for the sphinx-proof statements and the exercises of
     ``notebook``, the chapter named ``chapter`` (its file stem), as the book writes a reference
     to them; without a chapter, or for a box the book does not number, ``'lemma “Its
-    title”'``."""
+    title”'``; and ``{name: "Fig. 8.2"}`` for its figures
+    (:func:`course.numbers.figure_numbers`)."""
     numbers = dict(box_numbers(notebook, chapter)) if chapter else {}
-    return {label: numbers.get(label) or (f"{kind} “{title}”" if title else kind)
-            for kind, title, label in
-            re.findall(r"```\{(?:prf:)?(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
-                       "\n".join(c.source for c in notebook.cells))}
+    titles = {label: numbers.get(label) or (f"{kind} “{title}”" if title else kind)
+              for kind, title, label in
+              re.findall(r"```\{(?:prf:)?(\w+)\}[ \t]*([^\n]*)\n:label: ([\w-]+)",
+                         "\n".join(c.source for c in notebook.cells))}
+    figures = figure_numbers(notebook, chapter) if chapter else {}
+    return {**titles, **{name: f"Fig. {number}" for name, number in figures.items()}}
 
 
 def plain_roles(text: str, titles: dict[str, str]) -> str:
     """``text`` with the book's roles as plain text: citations as "Author (year)", a reference
-    with a text by its text, references to chapters by their titles and to statements by
-    ``titles`` (see :func:`statement_titles`)."""
+    with a text by its text (a ``{numref}``'s ``%s`` by the number), references to chapters by
+    their titles and to statements and figures by ``titles`` (see :func:`statement_titles`)."""
 
     def role(match):
         name, target = match["role"], match["target"]
         if name.startswith("cite"):
             return _citation(target, in_text=name == "cite:t")
-        if shown := re.match(r"(.*?)\s*<.*>$", target):  # {ref}`the text <label>`
-            return shown.group(1)
+        if shown := re.match(r"(.*?)\s*<(.*)>$", target):  # {ref}`the text <label>`
+            number = titles.get(shown[2], "").removeprefix("Fig. ")
+            return shown[1].replace("%s", number) if name == "numref" else shown[1]
         if name == "doc":
             return _chapter_title(target)
         return titles.get(target, f"*{target}*")
@@ -271,13 +396,14 @@ def _apply(notebook, *preprocessors) -> nbformat.NotebookNode:
 
 def student_edition(notebook: nbformat.NotebookNode,
                     chapter: str | None = None) -> nbformat.NotebookNode:
-    """The notebook without solutions: answers stubbed, checks kept, no outputs. ``chapter``
-    (the notebook's file stem) gives the exercises the book's numbers; without it, or for a
-    notebook not in the book, they go by their labels."""
+    """The notebook without solutions: answers stubbed, checks kept, no outputs, as JupyterLab
+    should show it (:func:`course.numbers.lab_edition`: figures captioned, proofs unnumbered).
+    ``chapter`` (the notebook's file stem) gives the exercises and figures the book's numbers;
+    without it, or for a notebook not in the book, exercises go by their labels."""
     numbers = exercise_numbers(notebook, chapter) if chapter else {}
     remove = TagRemovePreprocessor(remove_cell_tags={SOLUTION}, enabled=True)
-    edition = _apply(notebook, ClearOutputPreprocessor(), remove, StubAnswers(numbers),
-                     PlainRoles(chapter), WrittenAnswerCells(numbers))
+    edition = _apply(lab_edition(notebook, chapter), ClearOutputPreprocessor(), remove,
+                     StubAnswers(numbers), PlainRoles(chapter), WrittenAnswerCells(numbers))
     if VARIANT in edition.metadata:  # that it is a variant, for the grader; not which one
         edition.metadata[VARIANT] = GRADED_VARIANT
     return edition

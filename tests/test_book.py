@@ -14,12 +14,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 from apidoc import cite_keys  # tools/, on pytest's pythonpath
 from bibstyle import author_year_label
 from book_config import write_config
-from downloads import CHAPTERS, wheel_name
+from downloads import CHAPTERS, lab_notebook, wheel_name
 from executed import into_cache
 from latexbook import OutputTables, bookmark_text
 from pybtex.database import parse_file
@@ -295,7 +296,8 @@ def test_a_chapter_page_offers_its_notebook_with_and_without_outputs(built_book)
         assert f'href="{executed}"' in page and f'href="../_sources/book/{notebook.name}"' in page
         with_outputs = json.loads((html / "book" / executed).resolve().read_text())["cells"]
         assert any(cell.get("outputs") for cell in with_outputs)
-        assert [c["source"] for c in with_outputs] == [c["source"] for c in cells(notebook)]
+        as_lab_shows = json.loads(nbformat.writes(lab_notebook(notebook)))["cells"]
+        assert [c["source"] for c in with_outputs] == [c["source"] for c in as_lab_shows]
 
 
 def test_the_notebook_with_outputs_comes_from_the_cache(tmp_path, cache_executed):

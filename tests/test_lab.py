@@ -1,20 +1,21 @@
-"""The learner's path: every chapter and every student edition opened in JupyterLab (served
-from the book's environment on 127.0.0.1, driven in headless Chromium) shows its MyST rendered
-by jupyterlab-myst, as the book does: no raw directive or role, math typeset, exercise and
-statement boxes, solutions, model answers and checks folded until opened; and "Run All Cells"
-on a short chapter finishes without an error. Its exercises and theorem-like boxes carry the
-book's numbers ("Exercise 7.1"). Screenshots go to _build/lab-screens/."""
+"""The learner's path: every chapter (as chapters.zip offers it: course.numbers.lab_edition)
+and every student edition opened in JupyterLab (served from the book's environment on
+127.0.0.1, driven in headless Chromium) shows its MyST rendered by jupyterlab-myst, as the book
+does: no raw directive or role, math typeset, exercise and statement boxes, solutions, model
+answers and checks folded until opened; and "Run All Cells" on a short chapter finishes without
+an error. Its exercises, theorem-like boxes and figures carry the book's numbers ("Exercise
+7.1", "Figure 7.2"), and its proofs none, as in the book. Screenshots go to
+_build/lab-screens/."""
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from course.assignments import ANSWER, student_edition
-from course.numbers import box_numbers
+from course.numbers import box_numbers, figure_numbers, lab_edition
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -30,12 +31,12 @@ BROKEN = ("```{prf:theorem} T\n:label: thm-t\n\nAfter $t \\ge \\max(1,\n- \\ln x
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
-    """The chapters, their student editions, a broken and a failing notebook, as a learner's
-    folder."""
+    """The chapters as chapters.zip offers them, their student editions, a broken and a
+    failing notebook, as a learner's folder."""
     folder = tmp_path_factory.mktemp("lab")
     for chapter in CHAPTERS:
-        shutil.copy(chapter, folder / chapter.name)
         book = nbformat.read(chapter, as_version=4)
+        nbformat.write(lab_edition(book, chapter.stem), folder / chapter.name)
         nbformat.write(student_edition(book, chapter.stem), folder / f"student-{chapter.name}")
     kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     broken = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(BROKEN)],
@@ -59,12 +60,13 @@ def lab(folder):
 def expected(notebook: Path) -> dict:
     """What the notebook's source says JupyterLab should show."""
     book = nbformat.read(notebook, as_version=4)
+    chapter = notebook.stem.removeprefix("student-")
     text = "\n".join(c.source for c in book.cells if c.cell_type == "markdown")
     folded = [c for c in book.cells
               if c.cell_type == "code" and c.metadata.get("jupyter", {}).get("source_hidden")]
     return {"exercises": text.count("```{exercise}"),
-            "numbers": [number for _, number in box_numbers(
-                book, notebook.stem.removeprefix("student-"))],
+            "numbers": [number for _, number in box_numbers(book, chapter)],
+            "figures": list(figure_numbers(book, chapter).values()),
             "statements": len(re.findall(r"^`{3,4}\{prf:", text, re.M)),
             "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
             "folded": len(folded),
@@ -85,10 +87,10 @@ def test_a_notebook_renders_in_jupyterlab_as_in_the_book(lab, folder, chapter, e
     assert report.math > 0 and report.admonitions > 0
     assert report.exercises == want["exercises"] >= 3
     assert report.statements == want["statements"]
-    # jupyterlab-myst numbers proofs too ("Proof 4.1"), which the book does not, and
-    # sphinx-proof's proof takes no :nonumber: that would tell it not to
-    numbers = [number for number in report.numbers if not number.startswith("Proof ")]
-    assert numbers == want["numbers"], "numbered as in the book"
+    # and no proof is numbered ("Proof 4.1"), as in the book: the editions mark each proof
+    # :nonumber: for jupyterlab-myst
+    assert report.numbers == want["numbers"], "numbered as in the book"
+    assert report.figures == want["figures"] and want["figures"], "figures too"
     assert report.solutions == want["solutions"]
     assert report.solutions == (want["exercises"] if edition == "chapter" else 0)
     # the model answers and the checks are folded; what a folded answer shows is its first

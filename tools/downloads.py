@@ -11,8 +11,10 @@ suffix) and a "print to PDF" of the page. For a chapter, this extension offers i
 
 Every page also offers what a reader needs to run the chapters without a clone, built with the
 site and put at its root (:func:`package_files`): the companion library as a wheel, and every
-chapter's notebook, as committed, in ``chapters.zip``. The introduction's commands install
-from these two files.
+chapter's notebook, as committed but for what JupyterLab needs to show it as the book does (a
+caption cell after each figure, with the book's number, and proofs unnumbered:
+:func:`lab_notebook`), in ``chapters.zip``. The introduction's commands install from these two
+files.
 """
 
 import shutil
@@ -41,7 +43,7 @@ def wheel_name(root: Path = ROOT) -> str:
 def package_files(out: Path, root: Path = ROOT) -> list[Path]:
     """Build, into ``out``, the companion's wheel (:func:`wheel_name`) from a copy of the
     package (building writes into its source tree) and ``chapters.zip``, the notebooks of
-    ``book/`` as committed. Returns the two paths."""
+    ``book/`` as JupyterLab should show them (:func:`lab_notebook`). Returns the two paths."""
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(root / "companion", Path(tmp, "companion"),
@@ -57,8 +59,26 @@ def package_files(out: Path, root: Path = ROOT) -> list[Path]:
     chapters = out / CHAPTERS
     with zipfile.ZipFile(chapters, "w", zipfile.ZIP_DEFLATED) as bundle:
         for notebook in sorted((root / "book").glob("*.ipynb")):
-            bundle.write(notebook, notebook.name)
+            bundle.writestr(notebook.name, nbformat.writes(lab_notebook(notebook, root)) + "\n")
     return [wheel, chapters]
+
+
+def lab_notebook(path: Path, root: Path = ROOT) -> nbformat.NotebookNode:
+    """The chapter notebook at ``path`` (in ``root/book``) as JupyterLab should show it
+    (:func:`lab_form`)."""
+    return lab_form(nbformat.read(path, as_version=4), path.stem, root)
+
+
+def lab_form(notebook, chapter: str, root: Path = ROOT) -> nbformat.NotebookNode:
+    """``notebook``, the chapter named ``chapter``, as JupyterLab should show it:
+    :func:`course.numbers.lab_edition`, with the chapter numbers of ``root/_toc.yml``
+    (jupyterlab-myst ignores myst-nb's figure captions, and numbers proofs)."""
+    if str(ROOT) not in sys.path:
+        sys.path.append(str(ROOT))  # course/, beside tools/
+    from course.numbers import lab_edition
+
+    toc = root / "_toc.yml"
+    return lab_edition(notebook, chapter, toc if toc.is_file() else None)
 
 
 def _menu(context) -> dict | None:
@@ -101,7 +121,8 @@ def offer_downloads(app, pagename, templatename, context, doctree) -> None:
 
 def copy_executed_notebooks(app, exception) -> None:
     """Put the notebooks executed for this build next to the pages that offer them: from the
-    execution cache (``tools/executed.py``), or else myst-nb's ``jupyter_execute`` copy."""
+    execution cache (``tools/executed.py``), or else myst-nb's ``jupyter_execute`` copy, each
+    in the form JupyterLab shows as the book does (:func:`lab_form`)."""
     if exception is not None or app.builder.format != "html":
         return
     config = app.env.mystnb_config
@@ -113,10 +134,10 @@ def copy_executed_notebooks(app, exception) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         executed = from_cache(Path(config.execution_cache_path), source)
         written = Path(config.output_folder) / f"{docname}.ipynb"  # myst-nb's copy
+        if executed is None and written.is_file():
+            executed = nbformat.read(written, as_version=4)
         if executed is not None:
-            nbformat.write(executed, target)
-        elif written.is_file():
-            shutil.copyfile(written, target)
+            nbformat.write(lab_form(executed, Path(docname).name), target)
 
 
 def write_package_files(app, exception) -> None:

@@ -3,9 +3,10 @@
 JupyterLab (with jupyterlab-myst, which renders the book's MyST) is served from the book's
 environment on 127.0.0.1 and driven in headless Chromium (Debian's ``chromium``, through
 Playwright), with every request off 127.0.0.1 refused. For each notebook the report counts the
-rendered Markdown cells, the typeset math, the exercise, solution and statement boxes, gives
-the one line that JupyterLab shows of each folded code cell, and lists what a learner should
-never see: MyST or TeX left as raw text, a solution open before it is clicked, a math error.
+rendered Markdown cells, the typeset math, the exercise, solution and statement boxes, the
+numbers of the boxes and of the figures' captions, gives the one line that JupyterLab shows of
+each folded code cell, and lists what a learner should never see: MyST or TeX left as raw
+text, a solution open before it is clicked, a math error.
 :func:`run_all` runs every cell from the menu, as a learner would, and returns the errors
 shown.
 
@@ -76,6 +77,8 @@ NOTEBOOK_SCRIPT = r"""() => {
     statements: boxes('proof').length,
     numbers: [...document.querySelectorAll('.myst-exercise, .myst-proof')].map(title)
       .map(t => t.match(/^[A-Z][a-z]+ [\d.]+\b/)?.[0]).filter(Boolean),
+    figures: [...document.querySelectorAll('.jp-InputArea > .myst figure > figcaption')]
+      .map(c => c.textContent.match(/^\s*Figure\s+([\d.]+)/)?.[1] ?? c.textContent.slice(0, 40)),
     admonitions: boxes('admonition').length,
     solutions: solutions.length,
     openSolutions: solutions.filter(
@@ -115,6 +118,7 @@ class NotebookReport:
     exercises: int = 0
     statements: int = 0
     numbers: list[str] = field(default_factory=list)  # "Exercise 7.1", … in reading order
+    figures: list[str] = field(default_factory=list)  # "7.1", … as captions number them
     admonitions: int = 0
     solutions: int = 0
     open_solutions: list[str] = field(default_factory=list)
