@@ -34,6 +34,8 @@ the exercises that the public book does not answer (:mod:`course.variants`). Com
 
 import argparse
 import csv
+import hashlib
+import json
 import math
 import os
 import re
@@ -49,6 +51,13 @@ from course.numbers import box_numbers, exercise_numbers, figure_numbers, lab_ed
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
 VARIANT = "course_variant"  # metadata: the variant of each exercise (course.variants)
 GRADED_VARIANT = "graded"  # a student edition's VARIANT: that it is one, not which
+# metadata of a student edition of variants: the name of its edition (course.variants.
+# edition_name, a hash of the text it replaces, which the edition shows anyway), so that the
+# grader sees a wrong course seed or a forgotten roster before it grades
+EDITION = "course_edition"
+# metadata of an instructor edition: a digest of its cells' text (sources_digest), so that the
+# grader refuses a reference edited after it was made
+SOURCES = "course_sources"
 FOLDED = "hide-cell"  # myst-nb's tag for a cell folded behind a button
 BIBLIOGRAPHY = Path(__file__).resolve().parents[1] / "book" / "references.bib"
 
@@ -406,12 +415,23 @@ def student_edition(notebook: nbformat.NotebookNode,
                      StubAnswers(numbers), PlainRoles(chapter), WrittenAnswerCells(numbers))
     if VARIANT in edition.metadata:  # that it is a variant, for the grader; not which one
         edition.metadata[VARIANT] = GRADED_VARIANT
+    edition.metadata.pop(SOURCES, None)
     return edition
 
 
 def instructor_edition(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook with its solutions and checks, no outputs."""
-    return _apply(notebook, ClearOutputPreprocessor())
+    """The notebook with its solutions and checks, no outputs, and the digest of its cells'
+    text in its metadata (:data:`SOURCES`)."""
+    edition = _apply(notebook, ClearOutputPreprocessor())
+    edition.metadata[SOURCES] = sources_digest(edition)
+    return edition
+
+
+def sources_digest(notebook) -> str:
+    """A digest of the kind and text of every cell of ``notebook`` (not its outputs or
+    metadata): what an instructor edition holds when it is written."""
+    cells = [[cell.cell_type, cell.source] for cell in notebook.cells]
+    return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
 
 
 def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=None,
@@ -458,8 +478,9 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
                 _write(instructor_edition(editions[name]),
                        out / "instructor" / "variants" / f"{path.stem}-{name}.ipynb")
             folder = out / "student" / student if student else out / "student"
-            written.append(_write(student_edition(editions[name], path.stem),
-                                  folder / path.name))
+            edition = student_edition(editions[name], path.stem)
+            edition.metadata[EDITION] = name
+            written.append(_write(edition, folder / path.name))
             handed_out.append([student, path.stem, name,
                                "; ".join(f"{label}: {v.name}" for label, v in variants.items())])
     if handed_out:
@@ -480,20 +501,32 @@ def as_path(value, name: str) -> Path:
 
 MAX_NOTEBOOK_BYTES = 16 * 2**20  # a chapter with all its outputs is under 2 MiB
 MAX_CELLS = 5000  # a chapter has under 200
+# JSON objects and arrays in a notebook (a chapter with its outputs has under 5,000): nbformat
+# takes some 2 KiB of memory for each, so 16 MiB of empty objects would take 7 GiB
+MAX_JSON_NODES = 100_000
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 
 def read_notebook(path: Path, name: str) -> nbformat.NotebookNode:
     """The notebook at ``path``, or a ``ValueError`` that names ``name`` and the path: also for
-    a file over :data:`MAX_NOTEBOOK_BYTES` (refused before it is read, since reading takes
-    some fifty times its size in memory) or a notebook of more than :data:`MAX_CELLS` cells."""
+    a file over :data:`MAX_NOTEBOOK_BYTES` or with more than :data:`MAX_JSON_NODES` JSON
+    objects and arrays (both refused before nbformat reads it, since reading takes some fifty
+    times its size in memory, and more for many small objects) or a notebook of more than
+    :data:`MAX_CELLS` cells."""
     if not path.is_file():
         raise ValueError(f"{name}: no such file {path}")
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"{name}: {path} is {size / 2**20:.0f} MiB, more than the "
                          f"{MAX_NOTEBOOK_BYTES // 2**20} MiB a notebook may have here")
+    data = path.read_bytes()[:MAX_NOTEBOOK_BYTES + 1]  # it may have grown since
+    outside_strings = JSON_STRING.sub(b"", data)
+    nodes = outside_strings.count(b"{") + outside_strings.count(b"[")
+    if nodes > MAX_JSON_NODES:
+        raise ValueError(f"{name}: {path} holds {nodes:,} JSON objects and arrays, more than the "
+                         f"{MAX_JSON_NODES:,} a notebook may have here")
     try:
-        notebook = nbformat.read(path, as_version=4)
+        notebook = nbformat.reads(data.decode(), as_version=4)
     except Exception as error:  # nbformat raises several kinds for a file that is no notebook
         raise ValueError(f"{name}: {path} is not a Jupyter notebook ({error})") from None
     if len(notebook.cells) > MAX_CELLS:
@@ -509,10 +542,11 @@ def _write(notebook, target: Path) -> Path:
 
 
 def main(argv=None) -> None:
+    from course.variants import course_seed_option
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", help="chapters (.ipynb) with graded exercises")
     parser.add_argument("--out", type=Path, default=Path("_build/assignments"))
-    parser.add_argument("--course-seed", type=int,
+    parser.add_argument("--course-seed", type=course_seed_option,
                         help="hand out the course's variant of every graded exercise")
     parser.add_argument("--roster", type=Path,
                         help="with --course-seed: a file of student names, one per line; "

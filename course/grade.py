@@ -41,6 +41,8 @@ import csv
 import hashlib
 import html
 import json
+import math
+import os
 import random
 import re
 import signal
@@ -60,6 +62,8 @@ from course import hidden as hidden_tests
 from course.assignments import (
     ANSWER,
     CHECK,
+    EDITION,
+    SOURCES,
     VARIANT,
     WRITTEN,
     as_path,
@@ -68,6 +72,7 @@ from course.assignments import (
     plain_markdown,
     points_text,
     read_notebook,
+    sources_digest,
     statement_titles,
     tagged,
     written_points,
@@ -86,6 +91,7 @@ from course.variants import (
     apply_variants,
     chapter_variants,
     checked_course_seed,
+    course_seed_option,
     edition_key,
     read_roster,
 )
@@ -161,6 +167,30 @@ class Report:
 def _read_path(path, what: str) -> nbformat.NotebookNode:
     """The notebook at ``path`` (a str or a path); ``what`` names it in the error."""
     return read_notebook(as_path(path, what), what)
+
+
+def handed_in(notebook) -> Path:
+    """The path of a submitted notebook (a str or a path) that is a file of its own: a
+    ``ValueError`` for a symbolic link, a file in a linked folder, or a file with other names
+    (a hard link), which an archive unpacked into a shared folder may make to a classmate's
+    notebook or an instructor's file."""
+    path = as_path(notebook, "notebook")
+    if path.is_symlink() or path.parent.is_symlink():
+        raise ValueError("notebook: it is a symbolic link, or in a linked folder; the "
+                         "grader reads only a file that the student handed in")
+    with suppress(OSError):  # a missing file is read_notebook's to name
+        if (links := path.stat().st_nlink) > 1:
+            raise ValueError(f"notebook: the file has {links} names (a hard link, to a "
+                             "classmate's notebook or another file); the grader reads only a "
+                             "file of its own: unpack each student's archive into a folder of "
+                             "its own")
+    return path
+
+
+def shown(path) -> str:
+    """A path as text: a file name that is not UTF-8 (its bytes kept by Python as lone
+    surrogates, which no UTF-8 output can hold) with each such byte as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _starts_exercise(cell, label: str) -> bool:
@@ -288,6 +318,11 @@ class Grader:
         if VARIANT in self.reference.metadata:
             raise ValueError(f"reference: {reference} is the edition of one variant; give the "
                              "plain instructor edition, from which every variant is made")
+        digest = self.reference.metadata.get(SOURCES)
+        if digest is not None and digest != sources_digest(self.reference):
+            raise ValueError(f"reference: {reference} was changed after course.assignments "
+                             "wrote it (a model answer edited?), and every grade would follow "
+                             "the change: edit the chapter, and make the editions again")
         self.points = exercise_points(self.reference)
         self.written = written_points(self.reference)
         if not self.points:
@@ -308,6 +343,12 @@ class Grader:
         self.reference_limits = {**self.limits, "timeout": max(timeout, REFERENCE_TIMEOUT),
                                  "max_seconds": max(max_seconds, REFERENCE_MAX_SECONDS)}
         self.sandbox = UNSAFE if unsafe else "bubblewrap"
+        # what decides every grade but the submissions: shards of one batch share it
+        self.inputs = hashlib.sha256(json.dumps([
+            self.seed, self.course_seed, self.chapter, self.limits, self.roster,
+            hashlib.sha256(Path(reference).read_bytes()).hexdigest(),
+            hashlib.sha256(Path(self.module.__file__).read_bytes()).hexdigest()]).encode()
+        ).hexdigest()[:16]
         # edition name (None: the book's exercises) -> (tests, values), or the error it raised
         self._variants: dict = {}
         if self.roster is None:
@@ -415,15 +456,16 @@ class Grader:
         ``(edition, judging)``, the name of its edition (:func:`edition_key`) and what
         :meth:`_judge` needs. Safe in a worker thread once its variant is made
         (:meth:`variant`)."""
-        path = as_path(notebook, "notebook")
-        if path.is_symlink() or path.parent.is_symlink():
-            raise ValueError("notebook: it is a symbolic link, or in a linked folder; the "
-                             "grader reads only a file that the student handed in")
-        submission = _read_path(path, "notebook")
+        submission = _read_path(handed_in(notebook), "notebook")
         variants = self.variants_of(notebook, student)
         if not variants and VARIANT in submission.metadata:
             raise ValueError("notebook: it is an edition of a graded variant; grade it with the "
                              "course's --course-seed")
+        mark = submission.metadata.get(EDITION)
+        if mark is not None and mark != edition_key(variants):
+            raise ValueError(f"notebook: it was handed out as edition {_shorter(str(mark), 20)}, "
+                             f"and this student's is {edition_key(variants)}: another "
+                             "student's or another course's notebook?")
         tests, expected_values = self.variant(variants)
         to_run, where = notebook_to_run(submission, tests)
         outcome = run_sandboxed(to_run, **self.limits, stop=stop)
@@ -480,6 +522,7 @@ class Grader:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")
         notebooks = list(notebooks)
+        self._check_editions(notebooks, student)
         editions = {}  # name -> variants, of the editions not yet made
         for path in notebooks:
             with suppress(Exception):  # the notebook's report will say why
@@ -498,6 +541,29 @@ class Grader:
             stop.set()
             pool.shutdown(cancel_futures=True)
         return self._reports(notebooks, student, jobs)
+
+    def _check_editions(self, notebooks: list, student: str | None) -> None:
+        """Raise ``ValueError`` before anything runs where most of ``notebooks`` (two at least)
+        that name the edition they were handed out as (:data:`EDITION`) were handed out as
+        another than the one each is graded against: the TA's mistake (another course seed, a
+        roster forgotten or another), not the students'. One student's such notebook gets a
+        row that says so (:meth:`_run`)."""
+        marked, wrong = 0, []
+        for path in notebooks:
+            with suppress(Exception):  # the notebook's report will say why
+                mark = _read_path(handed_in(path), "notebook").metadata.get(EDITION)
+                if mark is not None:
+                    marked += 1
+                    if mark != (ours := edition_key(self.variants_of(path, student))):
+                        wrong.append(f"{shown(path)} was handed out as {_shorter(str(mark), 20)}"
+                                     f", graded as {ours}")
+        if len(wrong) >= 2 and 2 * len(wrong) > marked:
+            raise ValueError(
+                f"notebooks: {len(wrong)} of the {marked} that name their edition were handed "
+                f"out as another edition than the one they would be graded against ("
+                f"{'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): is --course-seed "
+                "the one the editions were made with, and --roster given if they were made "
+                "with one? Nothing was graded")
 
     def _reports(self, notebooks: list, student: str | None, jobs: int):
         if jobs == 1:
@@ -527,7 +593,7 @@ class Grader:
         if not isinstance(ran, Exception):
             edition, judging = ran
             try:
-                return Report(str(path), self._judge(*judging), sandbox=self.sandbox,
+                return Report(shown(path), self._judge(*judging), sandbox=self.sandbox,
                               variant=edition)
             except Exception as error:  # noqa: BLE001 - one submission never stops the batch
                 ran = error
@@ -535,15 +601,20 @@ class Grader:
             f"the grader failed on it ({type(ran).__name__}: {ran})")
         zeros = [ExerciseScore(label, p, 0, why, self.numbers.get(label, ""))
                  for label, p in self.points.items()]
-        return Report(str(path), zeros, why, self.sandbox)
+        return Report(shown(path), zeros, why, self.sandbox)
 
 
 def printable(text: str) -> str:
     """``text`` safe to show on a terminal, one line: each control character (an escape
-    sequence's ESC, a carriage return, a newline, ...) and each invisible formatting character
-    (a right-to-left override, ...) written as its Python escape, ``\\x1b``, ``\\u202e``."""
-    return "".join(c if unicodedata.category(c) not in ("Cc", "Cf") or c == "\t"
+    sequence's ESC, a carriage return, a newline, ...), each invisible formatting character
+    (a right-to-left override, ...), each line or paragraph separator (U+2028, U+2029) and
+    each lone surrogate (which no UTF-8 output holds) written as its Python escape,
+    ``\\x1b``, ``\\u202e``, ``\\u2028``, ``\\udcff``."""
+    return "".join(c if unicodedata.category(c) not in UNPRINTED or c == "\t"
                    else c.encode("unicode_escape").decode() for c in text)
+
+
+UNPRINTED = ("Cc", "Cf", "Cs", "Zl", "Zp")  # the Unicode categories printable() escapes
 
 
 def table(scores: list[ExerciseScore]) -> str:
@@ -577,7 +648,7 @@ def write_csv(reports: list[Report], path: Path, written: dict | None = None) ->
     hand = [f"{names.get(label, label)} (written, of {points:g})"
             for label, points in (written or {}).items()]
     temporary = path.with_name(path.name + ".partial")
-    with temporary.open("w", newline="") as file:
+    with temporary.open("w", newline="", errors="backslashreplace") as file:
         writer = csv.writer(file)
         writer.writerow(["notebook", *names.values(), "total", "max_score", *hand, "error",
                          "sandbox", "variant"])
@@ -601,9 +672,9 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
     submissions = {}
     for notebook in notebooks:
         try:
-            submissions[_text(str(notebook))] = _read_path(notebook, "notebook")
-        except ValueError:
-            submissions[_text(str(notebook))] = nbformat.v4.new_notebook()
+            submissions[shown(notebook)] = _read_path(handed_in(notebook), "notebook")
+        except ValueError as error:
+            submissions[shown(notebook)] = error
     cells = [nbformat.v4.new_markdown_cell(f"# Written answers: {Path(reference).stem}")]
     for label, points in written_points(reference_notebook).items():
         statement = plain_markdown(statements.get(label, ""), titles)
@@ -612,7 +683,10 @@ def write_written_answers(notebooks, reference, path: Path) -> None:
             f"## {exercise} ({points_text(points)})\n\n{statement}"))
         for name, submission in submissions.items():
             try:
-                answer = _written_answer(submission, label, written_prompt(exercise, points))
+                if isinstance(submission, ValueError):
+                    answer = f"*(not collected: {html.escape(_text(str(submission)))})*"
+                else:
+                    answer = _written_answer(submission, label, written_prompt(exercise, points))
             except Exception as error:  # noqa: BLE001 - one submission never stops the others
                 answer = f"*(the answer could not be collected: {type(error).__name__})*"
             cells.append(nbformat.v4.new_markdown_cell(
@@ -636,12 +710,22 @@ WRITTEN_ATTRIBUTES = {"a": ["href", "title"]}
 HEADING_ANCHOR = re.compile(r'<a class="anchor-link" href="#[^"]*">&#182;</a>')
 
 
+HEADING = re.compile(r"<h([1-6])>(.*?)</h\1>", re.DOTALL)
+
+
 def written_html(text) -> str:
     """The HTML of a cell of ``written.html``, cleaned: only :data:`WRITTEN_TAGS` (a heading's
     anchor link dropped), only :data:`WRITTEN_ATTRIBUTES`, links only to http, https and
-    mailto."""
-    return bleach.clean(HEADING_ANCHOR.sub("", str(text)), tags=WRITTEN_TAGS,
-                        attributes=WRITTEN_ATTRIBUTES, protocols={"http", "https", "mailto"})
+    mailto; and only the cell's first heading a heading, the others bold text. Each answer
+    shares a cell with the heading that names its student, above it
+    (:func:`write_written_answers`), so no answer can draw a section of its own."""
+    cleaned = bleach.clean(HEADING_ANCHOR.sub("", str(text)), tags=WRITTEN_TAGS,
+                           attributes=WRITTEN_ATTRIBUTES, protocols={"http", "https", "mailto"})
+    first = HEADING.search(cleaned)
+    if first is None:
+        return cleaned
+    rest = HEADING.sub(r"<p><strong>\2</strong></p>", cleaned[first.end():])
+    return cleaned[:first.end()] + rest
 
 
 def _text(text: str) -> str:
@@ -700,7 +784,7 @@ def main(argv=None) -> None:
     parser.add_argument("--max-seconds", type=float, default=1800, help="seconds per submission")
     parser.add_argument("--processes", type=int, default=512,
                         help="processes and threads per submission (where a cgroup is at hand)")
-    parser.add_argument("--course-seed", type=int,
+    parser.add_argument("--course-seed", type=course_seed_option,
                         help="grade the course's variant of the exercises (make assignments' seed)")
     parser.add_argument("--roster", type=Path,
                         help="with --course-seed: each student's own variant; a student is the "
@@ -738,6 +822,7 @@ def main(argv=None) -> None:
         parser.error(f"--gradescope grades one submission, got {len(args.notebooks)}")
     if args.student is not None and len(args.notebooks) != 1:
         parser.error(f"--student names the student of one submission, got {len(args.notebooks)}")
+    _claim_csv(parser, args.csv, make=False)  # before the reference runs, and again after
     if args.shard and args.seed is None:
         parser.error("--shard needs --seed, the same for every shard, so that all of them draw "
                      "the same hidden tests")
@@ -747,22 +832,53 @@ def main(argv=None) -> None:
                         args.roster)
     except (SandboxUnavailable, ValueError) as error:
         parser.exit(2, f"course.grade: {error}\n")
+    public = Path(__file__).parent / "template" / "hidden" / f"{grader.chapter}.py"
+    if public.is_file() and public.read_bytes() == Path(grader.module.__file__).read_bytes():
+        print(f"course.grade: warning: the hidden tests are {public}'s, unchanged: they and "
+              "their variants are public, so a student can derive every answer; edit them",
+              file=sys.stderr)
     notebooks, shard, which = args.notebooks, None, ""
     if args.shard:  # the K-th of every N, and where each lies in the whole batch, for merge
         k, n = args.shard
         positions = range(k - 1, len(notebooks), n)
-        batch = json.dumps([[str(p) for p in notebooks], grader.seed, grader.course_seed,
-                            grader.chapter, grader.limits])
         shard = [{"shard": f"{k}/{n}", "position": p, "submissions": len(notebooks),
-                  "batch": hashlib.sha256(batch.encode()).hexdigest()[:16],
+                  "batch": _batch([shown(p) for p in notebooks], grader.inputs),
+                  "inputs": grader.inputs, "points": grader.points,
                   "written": grader.written} for p in positions]
         notebooks, which = [notebooks[p] for p in positions], f" (shard {k}/{n})"
     print(f"hidden tests drawn with --seed {grader.seed}; limits: "
           f"{enforced_limits(args.memory, args.processes)}; grading {len(notebooks)} of "
           f"{len(args.notebooks)} submissions{which}, {args.jobs} at a time", file=sys.stderr)
-    _publish(grader.grade_batch(notebooks, args.student, args.jobs), args, grader.written, shard)
+    try:  # the editions checked and the references run, before any submission
+        reports = grader.grade_batch(notebooks, args.student, args.jobs)
+    except ValueError as error:
+        parser.exit(2, f"course.grade: {printable(str(error))}\n")
+    _claim_csv(parser, args.csv)
+    _publish(reports, args, grader.written, shard)
     if args.written:  # after the grades: nothing in a written answer delays or stops them
         write_written_answers(args.notebooks, args.reference, args.written)
+
+
+def _claim_csv(parser, path: Path | None, make: bool = True) -> None:
+    """Make the empty file ``path`` (``--csv``; with ``make=False`` only look) before anything
+    is graded, or stop with a message where it exists: a CSV holds one run's grades, and one
+    run's only, so an earlier run's rows are never written over (a batch resumed after an
+    interrupt, a second grader on the same file; the file is made in one step, so of two
+    graders started together one stops)."""
+    if path is None:
+        return
+    try:
+        if make:
+            path.open("x").close()
+        elif path.exists():
+            raise FileExistsError
+    except FileExistsError:
+        parser.exit(2, f"{parser.prog}: --csv {shown(path)}: the file exists (an earlier run's "
+                       "grades, or another grader's now); the grader writes each run's grades "
+                       "to a new file: give another name (merge the tables afterwards), or "
+                       "remove it\n")
+    except OSError as error:
+        parser.exit(2, f"{parser.prog}: --csv {shown(path)}: cannot write it ({error})\n")
 
 
 def _publish(reports, args, written: dict, shard: list[dict] | None = None) -> None:
@@ -804,7 +920,31 @@ def _shard(text: str) -> tuple[int, int]:
     return int(match[1]), int(match[2])
 
 
-SHARD_FIELDS = {"shard", "position", "submissions", "batch", "written"}
+SHARD_FIELDS = {"shard", "position", "submissions", "batch", "inputs", "points", "written"}
+
+
+def _batch(notebooks: list[str], inputs: str) -> str:
+    """The name of a batch: its submissions, in order, and what else decides their grades
+    (:attr:`Grader.inputs`: seeds, chapter, limits, reference, hidden tests, roster)."""
+    return hashlib.sha256(json.dumps([notebooks, inputs]).encode()).hexdigest()[:16]
+
+
+def _points(value) -> bool:
+    """Whether ``value`` is ``{label: points}``, each a finite positive number."""
+    return isinstance(value, dict) and all(
+        isinstance(label, str) and type(points) in (int, float) and math.isfinite(points)
+        and points > 0 for label, points in value.items())
+
+
+def _checked_scores(report: Report, points: dict, where: str) -> None:
+    """A ``ValueError`` unless ``report`` scores each exercise of ``points``, in order, with
+    its points, and a finite score between 0 and them (an edited record)."""
+    if [(s.label, s.points) for s in report.exercises] != list(points.items()):
+        raise ValueError(f"{where}: its exercises or their points are not the batch's "
+                         f"({', '.join(f'{k} {v:g}' for k, v in points.items())})")
+    for s in report.exercises:
+        if not (math.isfinite(s.score) and 0 <= s.score <= s.points):
+            raise ValueError(f"{where}: {s.label} scores {s.score!r} of {s.points:g} points")
 
 
 def merge_shards(paths) -> tuple[list[Report], dict]:
@@ -812,7 +952,10 @@ def merge_shards(paths) -> tuple[list[Report], dict]:
     printed) in the order of one run, and the written parts' points (``{label: points}``).
     Raises ``ValueError`` naming the file and line that is not a shard's record, a
     submission graded in two shards or in none (a shard missing, or stopped before its end),
-    and shards of different batches (other submissions or order, seed, reference or limits)."""
+    shards of different batches (other submissions or order, seeds, reference, hidden tests,
+    roster or limits), and a record whose exercises, points or scores are not the batch's or
+    whose submission is not the one at its place (an edited record: these catch mistakes and
+    careless edits; anyone who can write the shard files and read this code can forge them)."""
     reports: dict[int, Report] = {}
     batch, first = None, None
     for path in map(Path, paths):
@@ -833,8 +976,8 @@ def merge_shards(paths) -> tuple[list[Report], dict]:
                     and type(shard["submissions"]) is int
                     and type(shard["position"]) is int
                     and 0 <= shard["position"] < shard["submissions"]
-                    and isinstance(shard["written"], dict)
-                    and all(isinstance(v, int | float) for v in shard["written"].values())):
+                    and _points(shard["points"]) and _points(shard["written"])
+                    and isinstance(shard["batch"], str) and isinstance(shard["inputs"], str)):
                 raise ValueError(f"{where} is not a shard's record (what --shard K/N --json "
                                  "prints)")
             try:
@@ -842,11 +985,14 @@ def merge_shards(paths) -> tuple[list[Report], dict]:
             except ValueError as error:
                 raise ValueError(f"{where}: {error}") from None
             if batch is None:
-                batch, first = {k: shard[k] for k in ("submissions", "batch", "written")}, path
+                batch, first = {k: shard[k] for k in ("submissions", "batch", "inputs", "points",
+                                                      "written")}, path
             if {k: shard[k] for k in batch} != batch:
                 raise ValueError(f"{where} is of another batch than {first}: grade every shard "
                                  "with the same command (submissions in the same order, --seed, "
-                                 "reference and limits) but for its --shard")
+                                 "reference, hidden tests, course seed, roster and limits) but "
+                                 "for its --shard")
+            _checked_scores(report, batch["points"], where)
             if shard["position"] in reports:
                 raise ValueError(f"{where}: {report.notebook} (submission "
                                  f"{shard['position'] + 1}) is in two shards")
@@ -859,7 +1005,11 @@ def merge_shards(paths) -> tuple[list[Report], dict]:
                          f"no shard (number {', '.join(map(str, missing[:10]))}"
                          f"{', ...' if len(missing) > 10 else ''}, counted from 1 in the order "
                          "given): is a shard missing, or did one stop before its end?")
-    return [reports[p] for p in range(batch["submissions"])], batch["written"]
+    ordered = [reports[p] for p in range(batch["submissions"])]
+    if _batch([r.notebook for r in ordered], batch["inputs"]) != batch["batch"]:
+        raise ValueError("shards: their records do not name the batch's submissions in its "
+                         "order (a record edited, or moved to another place)")
+    return ordered, batch["written"]
 
 
 def merge_main(argv: list[str]) -> None:
@@ -882,6 +1032,7 @@ def merge_main(argv: list[str]) -> None:
         reports, written = merge_shards(args.shards)
     except ValueError as error:
         parser.exit(2, f"course.grade merge: {error}\n")
+    _claim_csv(parser, args.csv)
     if args.gradescope and len(reports) != 1:
         parser.error(f"--gradescope writes one submission's grade, the shards hold {len(reports)}")
     _publish(reports, args, written)

@@ -13,9 +13,13 @@ outcome to a pipe that only it holds. Inside the sandbox
   ``/proc/self/mountinfo``;
 * there is no network, and the PID, IPC, UTS, user and cgroup namespaces are its own, so no
   process outside is visible; the sandbox dies with the grader (``--die-with-parent``);
-* everything runs as an unprivileged user, with no capabilities, no further user namespaces,
-  and an environment of a few variables (the quick profile, ``BOOK_SCALE=quick``, and one
-  thread, ``OMP_NUM_THREADS=1``);
+* everything runs as an unprivileged user (uid 1000 inside) with no capabilities, no further
+  user namespaces, and an environment of a few variables (the quick profile,
+  ``BOOK_SCALE=quick``, and one thread, ``OMP_NUM_THREADS=1``). Outside, that user is the
+  grader's own user where the grader is not root; where it is root (a VM, a CI runner, a
+  container of one's own), it is the machine's unprivileged ``nobody``, never root
+  (:func:`root_user_namespace`), so that a write the kernel decides by uid (``/proc/sys``) is
+  refused; ``/proc/sys`` is read-only besides, and ``/sys`` is not there;
 * the worker makes itself non-dumpable, so the kernel, though it runs as the same user, cannot
   open the worker's file descriptors or memory through ``/proc``; only the worker holds the
   result channel.
@@ -61,6 +65,13 @@ WORKER = "/opt/grader/sandbox.py"  # where this file lies in the sandbox
 TMPFS_BYTES = 512 * 2**20  # each of HOME, /tmp and /dev/shm
 WRITABLE = ("/tmp", HOME, "/dev/shm")  # the sized folders, the only ones a submission writes
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4  # prctl options
+CLONE_NEWUSER = 0x10000000
+SANDBOX_ID = 1000  # the user and group inside the sandbox
+# Where the grader is root: the grader's root is uid (and gid) 1 in the sandbox's user namespace,
+# not 0, so that bubblewrap keeps the capabilities it sets the sandbox up with when it switches
+# to SANDBOX_ID (the kernel drops them when a user namespace's uid 0 becomes another), and can
+# still reach a Python installation under /root; SANDBOX_ID is the machine's nobody.
+GRADER_ROOT_INSIDE = 1
 GRACE_SECONDS = 5  # how long the sandbox may take to end after the worker's outcome is read
 # Modules the worker does without: nbformat validates with jsonschema, which checks IRIs with
 # rfc3987_syntax where it is installed, and that module builds its grammar on import (2 s of
@@ -193,51 +204,91 @@ def remove_stale(parent: Path) -> None:
             pass
 
 
+CPU_PERIOD_US = 100_000  # the scheduler's period for the CPU limit, in microseconds
+
+
+def _cpu_weight() -> int:
+    """The CPU weight (cgroup v1's ``cpu.shares``) of a task at the grader's nice value, as the
+    kernel weighs nice values (1024 at 0, each step by a factor of 1.25), so that a TA's
+    ``nice`` reaches the submissions: in a control group of their own, nothing else does."""
+    return max(2, round(1024 / 1.25 ** os.getpriority(os.PRIO_PROCESS, 0)))
+
+
 class Cgroup:
     """A control group for one submission, with ``memory_bytes`` and ``processes`` limits on
-    all its processes together; ``Cgroup.make`` returns None where none can be made here."""
+    all its processes together, and where the machine's CPU controller is at hand, ``cpus``
+    CPUs at most and the grader's nice value (:attr:`cpu_limited` says whether it is);
+    ``Cgroup.make`` returns None where no group with memory and process limits can be made
+    here."""
 
-    def __init__(self, folders: list[Path]):
+    def __init__(self, folders: list[Path], cpu_limited: bool = False):
         self.folders = folders
+        self.cpu_limited = cpu_limited
 
     @classmethod
-    def make(cls, memory_bytes: int, processes: int):
+    def make(cls, memory_bytes: int, processes: int, cpus: float = 1):
         name = f"grade-{os.getpid()}-{uuid.uuid4().hex[:12]}"  # its grader's pid, for remove_stale
         v2 = _mount_of("cgroup2")
         own = _own_cgroup("")
         if v2 is not None and own is not None:
             remove_stale(v2 / own.lstrip("/"))
-            made = cls._make_v2(v2 / own.lstrip("/") / name, memory_bytes, processes)
+            made = cls._make_v2(v2 / own.lstrip("/") / name, memory_bytes, processes, cpus)
             if made:
                 return made
         folders = []
         try:
             for controller in ("memory", "pids"):
-                mount, own = _mount_of("cgroup", controller), _own_cgroup(controller)
-                if mount is None or own is None:
+                folder = cls._v1_folder(controller, name)
+                if folder is None:
                     raise OSError(f"no cgroup v1 {controller} controller")
-                remove_stale(mount / own.lstrip("/"))
-                folder = mount / own.lstrip("/") / name
-                folder.mkdir()
                 folders.append(folder)
             (folders[0] / "memory.limit_in_bytes").write_text(str(memory_bytes))
             (folders[1] / "pids.max").write_text(str(processes))
         except OSError:
             cls(folders).remove()
             return None
-        return cls(folders)
+        try:
+            cpu = cls._v1_folder("cpu", name)
+        except OSError:
+            cpu = None
+        if cpu is not None:
+            folders.append(cpu)
+            try:
+                (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                (cpu / "cpu.cfs_quota_us").write_text(str(round(cpus * CPU_PERIOD_US)))
+                (cpu / "cpu.shares").write_text(str(_cpu_weight()))
+            except OSError:
+                cls(folders).remove()
+                return None
+        return cls(folders, cpu is not None)
+
+    @staticmethod
+    def _v1_folder(controller: str, name: str) -> Path | None:
+        """A new group ``name`` in the v1 hierarchy of ``controller``, beside this process's
+        own; None where that controller has no hierarchy."""
+        mount, own = _mount_of("cgroup", controller), _own_cgroup(controller)
+        if mount is None or own is None:
+            return None
+        remove_stale(mount / own.lstrip("/"))
+        folder = mount / own.lstrip("/") / name
+        folder.mkdir()
+        return folder
 
     @classmethod
-    def _make_v2(cls, folder: Path, memory_bytes: int, processes: int):
+    def _make_v2(cls, folder: Path, memory_bytes: int, processes: int, cpus: float):
         try:
             folder.mkdir()
         except OSError:
             return None
-        made = cls([folder])
+        made = cls([folder], (folder / "cpu.max").exists())
         try:
             (folder / "memory.max").write_text(str(memory_bytes))
             (folder / "memory.swap.max").write_text("0")
             (folder / "pids.max").write_text(str(processes))
+            if made.cpu_limited:
+                (folder / "cpu.max").write_text(f"{round(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+                (folder / "cpu.weight.nice").write_text(
+                    str(os.getpriority(os.PRIO_PROCESS, 0)))
         except OSError:
             made.remove()
             return None
@@ -312,14 +363,75 @@ def _supports(option: str) -> bool:
     return option in subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
 
 
-def bwrap_command(arguments: list[str], memory_bytes: int) -> list[str]:
-    """The bubblewrap command that runs the worker with ``arguments`` in the sandbox."""
+def _nobody() -> tuple[int, int]:
+    """The machine's unprivileged user and group (``nobody``, ``nogroup``; 65534 where the
+    system names neither)."""
+    import grp
+    import pwd
+    with suppress(KeyError):
+        user = pwd.getpwnam("nobody")
+        with suppress(KeyError):
+            return user.pw_uid, grp.getgrnam("nogroup").gr_gid
+        return user.pw_uid, user.pw_gid
+    return 65534, 65534
+
+
+# Run by a helper process: a new user namespace in which no further one can be made (as
+# bubblewrap's --disable-userns does), kept until the grader has opened it.
+_MAKE_USERNS = f"""\
+import ctypes, sys
+if ctypes.CDLL(None, use_errno=True).unshare({CLONE_NEWUSER}) != 0:
+    sys.exit(f"unshare(CLONE_NEWUSER) failed (errno {{ctypes.get_errno()}})")
+with open("/proc/sys/user/max_user_namespaces", "w") as limit:
+    limit.write("0")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def root_user_namespace() -> int:
+    """For a grader that runs as root: a file descriptor of a new user namespace, for
+    bubblewrap's ``--userns``, in which :data:`SANDBOX_ID` is the machine's ``nobody``
+    (:func:`_nobody`), the grader's root is :data:`GRADER_ROOT_INSIDE`, no other user
+    exists, and no further user namespace can be made. (bubblewrap's own ``--unshare-user``
+    would map the sandbox's user to the grader's, here root, and the kernel decides writes to
+    ``/proc/sys`` by that uid.) The caller closes it; ``OSError`` where one cannot be made."""
+    helper = subprocess.Popen([sys.executable, "-I", "-c", _MAKE_USERNS], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        if helper.stdout.readline() != b"ready\n":
+            raise OSError(f"no user namespace for the sandbox could be made "
+                          f"({helper.stderr.read().decode(errors='replace').strip()[-300:]})")
+        uid, gid = _nobody()
+        for kind, host in (("uid", uid), ("gid", gid)):
+            with open(f"/proc/{helper.pid}/{kind}_map", "w") as mapping:
+                mapping.write(f"{GRADER_ROOT_INSIDE} 0 1\n{SANDBOX_ID} {host} 1\n")
+        return os.open(f"/proc/{helper.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        helper.kill()
+        helper.wait()
+        helper.stdout.close()
+        helper.stderr.close()
+        helper.stdin.close()
+
+
+def bwrap_command(arguments: list[str], memory_bytes: int, userns: int | None = None) -> list[str]:
+    """The bubblewrap command that runs the worker with ``arguments`` in the sandbox; in the
+    user namespace ``userns`` (a file descriptor, :func:`root_user_namespace`) where given,
+    else in one of bubblewrap's own."""
     tmpfs = str(min(TMPFS_BYTES, memory_bytes))
-    command = ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
-               "--uid", "1000", "--gid", "1000", "--hostname", "sandbox"]
-    if _supports("--disable-userns"):
-        command.append("--disable-userns")
-    command += ["--proc", "/proc", "--dev", "/dev"]
+    if userns is None:
+        command = ["bwrap", "--unshare-all", "--unshare-user"]
+        if _supports("--disable-userns"):
+            command.append("--disable-userns")
+    else:
+        command = ["bwrap", "--userns", str(userns), "--unshare-ipc", "--unshare-pid",
+                   "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    command += ["--die-with-parent", "--new-session", "--uid", str(SANDBOX_ID),
+                "--gid", str(SANDBOX_ID), "--hostname", "sandbox"]
+    # bubblewrap covers /proc/sys read-only only where access(W_OK) allows, which the kernel
+    # never does for that folder: cover it here, whoever the grader is
+    command += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     for folder in WRITABLE:  # first: a Python under /tmp is bound over it
         command += ["--size", tmpfs, "--tmpfs", folder]
     for kind, path in _host_paths():
@@ -350,13 +462,21 @@ def sandbox_available() -> str:
     """"" where bubblewrap runs the sandbox here (a trial run of Python in it), else why not."""
     if shutil.which("bwrap") is None:
         return "bwrap is not installed (Debian's package bubblewrap: `make bubblewrap`)"
-    command = bwrap_command([], 2**30)
+    try:
+        userns = root_user_namespace() if os.geteuid() == 0 else None
+    except OSError as error:
+        return str(error)
+    command = bwrap_command([], 2**30, userns)
     trial = f"import sys; sys.modules.update(dict.fromkeys({UNIMPORTED!r})); import nbclient"
     command[command.index("-I") + 1:] = ["-c", trial + ", companion"]  # as the worker starts
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              pass_fds=() if userns is None else (userns,))
     except (OSError, subprocess.SubprocessError) as error:
         return f"bwrap failed to start ({error})"
+    finally:
+        if userns is not None:
+            os.close(userns)
     if done.returncode:
         return f"bwrap failed here: {done.stderr.strip()[-500:]}"
     return ""
@@ -370,21 +490,26 @@ def enforced_limits(memory_gb: float, processes: int) -> str:
     group = Cgroup.make(memory_bytes, processes)
     if group is None:
         return (f"memory {memory_gb:g} GiB per process (RLIMIT_AS; no cgroup could be made "
-                f"here), processes not limited{writable}")
+                f"here), processes and CPU not limited{writable}")
     group.remove()
-    return (f"memory {memory_gb:g} GiB and {processes} processes for the whole submission "
-            f"(cgroup){writable}")
+    cpu = ("1 CPU at the grader's nice value" if group.cpu_limited
+           else "CPU not limited (no cpu controller)")
+    return (f"memory {memory_gb:g} GiB, {processes} processes and {cpu} for the whole "
+            f"submission (cgroup){writable}")
 
 
 def _prepare_worker(memory_bytes: int, group: Cgroup | None):
     """Run in the sandbox's first process before it starts: join the control group, limit each
-    process's address space, and have the system kill it if the grader dies (so a grader
-    killed mid-batch leaves nothing running)."""
+    process's address space, drop a root grader's supplementary groups, and have the system
+    kill it if the grader dies (so a grader killed mid-batch leaves nothing running)."""
     # looked up here, not in the child: a child forked while another of the grader's threads
     # holds the dynamic loader's lock (dlopen, dlsym) would wait for it forever
     prctl = ctypes.CDLL(None, use_errno=True).prctl
+    root = os.geteuid() == 0
 
     def prepare():
+        if root:
+            os.setgroups([])
         if group is not None:
             group.enter()
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
@@ -460,6 +585,7 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
     memory_bytes = int(memory_gb * 2**30)
     if not unsafe and (why := sandbox_available()):
         raise SandboxUnavailable(why)
+    userns = root_user_namespace() if not unsafe and os.geteuid() == 0 else None
     read_end, write_end = os.pipe()
     arguments = ["--timeout", str(timeout), "--result-fd", str(write_end)]
     scratch = Path(tempfile.mkdtemp(prefix="grade-")) if unsafe else None
@@ -467,15 +593,17 @@ def run_sandboxed(notebook, timeout: float, memory_gb: float, max_seconds: float
         command = [sys.executable, "-I", __file__, *arguments]
         env = {**_environment(), "HOME": str(scratch)}
     else:
-        command, env = bwrap_command(arguments, memory_bytes), {"PATH": os.defpath}
+        command, env = bwrap_command(arguments, memory_bytes, userns), {"PATH": os.defpath}
+    passed = (write_end,) if userns is None else (write_end, userns)
     group = Cgroup.make(memory_bytes, processes)
     try:
         worker = subprocess.Popen(
             command, cwd=scratch or "/", env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_end,),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=passed,
             start_new_session=True, preexec_fn=_prepare_worker(memory_bytes, group))
     finally:
-        os.close(write_end)
+        for descriptor in passed:
+            os.close(descriptor)
     received: list[bytes] = []
     with os.fdopen(read_end, "rb") as pipe:
         # read while the worker runs: a result larger than the pipe's buffer would block it

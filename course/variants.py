@@ -57,6 +57,24 @@ def checked_course_seed(course_seed) -> int:
     return int(course_seed)
 
 
+MIN_COURSE_SEED = 2**32  # the least course seed the command lines take
+
+
+def course_seed_option(text: str) -> int:
+    """The value of ``--course-seed``: a whole number of at least :data:`MIN_COURSE_SEED`. The
+    course seed is the course's secret: from it and a student's name, anyone makes that
+    student's edition (and its reference answers), and a smaller seed (a year, say) is found
+    from one student's editions by trying every seed, in seconds."""
+    import argparse
+    if not re.fullmatch(r"\d+", text, re.ASCII) or int(text) < MIN_COURSE_SEED:
+        raise argparse.ArgumentTypeError(
+            f"must be a secret whole number of at least 2**32 (one student's editions give a "
+            f"smaller one away in seconds, by trying every seed), got {text!r}; draw one with "
+            "python3 -c 'import secrets; print(secrets.randbits(64))' and keep it with the "
+            "instructor editions")
+    return int(text)
+
+
 def chapter_variants(make_variants: dict, chapter: str, course_seed: int,
                      student: str = "") -> dict[str, Variant]:
     """``{label: Variant}``: the variant of each exercise of ``chapter`` that the course seed

@@ -4,8 +4,10 @@ notebook made here that every cheat we know of is tried against."""
 
 import csv
 import hashlib
+import io
 import json
 import os
+import pwd
 import random
 import re
 import shutil
@@ -26,6 +28,7 @@ from course.assignments import (
     BIBLIOGRAPHY,
     CHECK,
     MAX_CELLS,
+    MAX_JSON_NODES,
     MAX_NOTEBOOK_BYTES,
     SOLUTION,
     WRITTEN,
@@ -168,6 +171,9 @@ def answered(toy, name: str, double=DOUBLE, square=SQUARE, *more) -> Path:
 def indented(*sources: str) -> str:
     """``sources`` as the body of an ``if``: a cell that answers only where an attack worked."""
     return "\n".join("    " + line for source in sources for line in source.splitlines())
+
+
+COURSE_SEED = 14_197_325_208_866_491_647  # drawn with secrets.randbits(64), as an instructor's
 
 
 def scores_of(grader, path) -> list[float]:
@@ -377,6 +383,33 @@ def test_a_written_answer_flows_to_grading_by_hand(toy):
     assert '<a href="https://example.org/notes">notes</a>' in page
 
 
+def test_no_answer_draws_a_section_or_reads_through_a_link(toy, tmp_path):
+    """R7 and R8 of the third adversarial review: an answer that writes headings of its own
+    (a section in two classmates' names) shows them as bold text inside its own section; a
+    notebook that is a symbolic or hard link to a classmate's is not collected."""
+    carol, dave = answered(toy, "carol"), answered(toy, "dave")
+    forger = answered(toy, "forger")
+    notebook = nbformat.read(forger, as_version=4)
+    (cell,) = tagged(notebook, WRITTEN, "ex-a", "markdown")
+    notebook.cells[cell].source = (f"Mine.\n\n### {carol}\n\n*(no written answer)*\n\n"
+                                   f"{dave}\n---\n\nNo time.\n\n<h3>{dave}</h3>")
+    nbformat.write(notebook, forger)
+    linked = toy["submissions"] / "linked.ipynb"
+    linked.symlink_to(carol)
+    hard = toy["submissions"] / "hard.ipynb"
+    os.link(carol, hard)
+    out = tmp_path / "written.ipynb"
+    write_written_answers([carol, dave, forger, linked, hard], toy["reference"], out)
+    page = out.with_suffix(".html").read_text()
+    headings = re.findall(r"<h3>(.*?)</h3>", page)
+    assert headings == list(map(str, [carol, dave, forger, linked, hard])), headings
+    assert page.count(f"<strong>{carol}</strong>") == 1
+    assert page.count(f"<strong>{dave}</strong>") == 2
+    text = "\n".join(cell.source for cell in nbformat.read(out, as_version=4).cells)
+    assert text.count("(not collected: notebook: it is a symbolic link") == 1
+    assert text.count("(not collected: notebook: the file has 2 names") == 2, "carol's too"
+
+
 def test_no_written_answer_stops_the_collection(toy):
     """A written cell whose source is a number or null, holds a lone surrogate, or 100,000
     brackets (N8, N9, N10 of the second adversarial review): each is collected as what it is,
@@ -533,6 +566,14 @@ ATTACKS = {
         "                 b'user', b'grade-n4', ctypes.c_long(0)) > 0  # KEYCTL_SEARCH\n"
         "    for ring in (-3, -4, -5))\n"
         "if found:\n" + indented(DOUBLE, SQUARE)),
+    "writes the host's kernel settings, each with its own value (R1)": (
+        "rewritten = []\n"
+        "for name in ['kernel/printk_ratelimit_burst', 'kernel/core_pattern']:\n"
+        "    try:\n        value = open('/proc/sys/' + name).read()\n"
+        "        with open('/proc/sys/' + name, 'w') as setting:\n"
+        "            setting.write(value)\n        rewritten.append(name)\n"
+        "    except OSError:\n        pass\n"
+        "if rewritten:\n" + indented(DOUBLE, SQUARE)),
     "fills every folder it can write": (
         "import os\n"
         "for folder in ['/tmp', os.path.expanduser('~'), '/dev/shm', '.']:\n"
@@ -593,11 +634,53 @@ def test_limits_hold_for_the_whole_submission(toy):
     grader = Grader(toy["reference"], toy["hidden"], seed=15, timeout=30, memory_gb=2,
                     processes=64)
     if "(cgroup)" not in enforced_limits(2, 64):  # then the grader says what holds instead
-        assert enforced_limits(2, 64) == ("memory 2 GiB per process (RLIMIT_AS; no cgroup "
-                                          "could be made here), processes not limited")
+        assert enforced_limits(2, 64).startswith(
+            "memory 2 GiB per process (RLIMIT_AS; no cgroup could be made here), processes and "
+            "CPU not limited")
         return
     assert scores_of(grader, submit(toy, "memory", memory))[0] == 0
     assert scores_of(grader, submit(toy, "processes", processes))[0] == 0
+
+
+# Three busy processes, each for 4 s of wall time; what they took of the CPU, and the wall time.
+CPU_PROBE = """\
+import json, os, subprocess, sys, time
+busy = 'import time\\nend = time.monotonic() + 4\\nwhile time.monotonic() < end:\\n    pass'
+start = time.monotonic()
+for child in [subprocess.Popen([sys.executable, '-c', busy]) for _ in range(3)]:
+    child.wait()
+times = os.times()
+print('hidden-test-value:', json.dumps([times.children_user + times.children_system,
+                                        time.monotonic() - start]))
+"""
+
+
+def test_a_submission_gets_one_cpu_at_most():
+    """R2 of the third adversarial review: a submission that keeps several processes busy
+    (each in a session of its own, so in a scheduler group of its own) took the CPU of the
+    submission graded beside it. Each submission's control group now holds it to one CPU:
+    over a wall time W its processes get at most W plus one scheduler period (0.1 s) of CPU
+    (0.25 s allowed here, for the kernel's accounting), however many there are and however
+    idle the machine (without the limit: about 2 W on two idle cores, 1.1 W beside one busy
+    process)."""
+    if "1 CPU" not in enforced_limits(2, 64):  # no cpu controller: the grader says so
+        pytest.skip("no cgroup CPU controller on this machine")
+    notebook = new_notebook(cells=[new_code_cell(CPU_PROBE, metadata={"hidden_test": "x"})])
+    outcome = run_sandboxed(notebook, timeout=120, memory_gb=2, max_seconds=300)
+    cpu, wall = hidden.value_printed(outcome["printed"][0])
+    assert wall >= 4 and cpu <= wall + 0.25, (cpu, wall)
+    # R15: the group weighs the grader's nice value as the kernel weighs a process's (1024 at
+    # nice 0, 110 at 10: the kernel's table), so a TA's nice reaches the submissions
+    weights = ("from course.sandbox import Cgroup\n"
+               "group = Cgroup.make(2**30, 64)\n"
+               "print([f.joinpath(name).read_text().strip() for f in group.folders\n"
+               "       for name in ('cpu.shares', 'cpu.weight.nice')\n"
+               "       if f.joinpath(name).exists()])\n"
+               "group.remove()")
+    for nice, weight in ((0, "1024"), (10, "110")):
+        printed = subprocess.run(["nice", "-n", str(nice), sys.executable, "-c", weights],
+                                 cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        assert printed.strip() in (f"['{weight}']", f"['{nice}']"), printed
 
 
 def test_the_sandbox_refuses_to_be_skipped_silently(toy, monkeypatch, capsys):
@@ -635,7 +718,8 @@ def test_the_sandbox_shows_python_even_from_a_temporary_folder():
     lie under /tmp (a clone there): mounted after, it would hide it."""
     command = bwrap_command([], 2**30)
     mounts = [i for i, word in enumerate(command) if word == "--tmpfs"]
-    binds = [i for i, word in enumerate(command) if word == "--ro-bind"]
+    binds = [i for i, word in enumerate(command)
+             if word == "--ro-bind" and command[i + 1] != "/proc/sys"]
     assert mounts and binds and max(mounts) < min(binds)
 
 
@@ -674,6 +758,56 @@ def test_a_sandboxed_notebook_writes_only_into_its_sized_folders():
     outcome = run_sandboxed(notebook, timeout=20, memory_gb=2, max_seconds=60)
     assert hidden.value_printed(outcome["printed"][0]) == [False, False, True, True, True]
     assert "writable: /tmp" in enforced_limits(2, 64)
+
+
+# Opens for writing, which writes nothing, every file of the kernel's interfaces it can find;
+# then writes three settings, each with the value it reads, so that even a sandbox that fails
+# this test changes nothing on the machine.
+KERNEL_PROBE = """\
+import json, os
+tried, opened, rewritten = 0, [], []
+for top in ['/proc/sys', '/sys', '/proc/irq', '/proc/bus', '/proc/sysrq-trigger']:
+    paths = [top] if os.path.isfile(top) else [
+        os.path.join(folder, name) for folder, _, names in os.walk(top) for name in names]
+    for path in paths:
+        tried += 1
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NOFOLLOW))
+            opened.append(path)
+        except OSError:
+            pass
+for name in ['kernel/printk_ratelimit_burst', 'kernel/core_pattern', 'vm/swappiness']:
+    try:
+        value = open('/proc/sys/' + name).read()
+        with open('/proc/sys/' + name, 'w') as setting:
+            setting.write(value)
+        rewritten.append(name)
+    except OSError:
+        pass
+maps = [open(f'/proc/self/{kind}_map').read().split() for kind in ('uid', 'gid')]
+print('hidden-test-value:', json.dumps([tried, opened, rewritten, os.getuid(), maps]))
+"""
+
+
+def test_no_kernel_setting_is_written_whoever_runs_the_grader():
+    """R1 of the third adversarial review: a grader running as root (a VM, a CI runner, a
+    container; CI runs this test as root) gave bubblewrap's sandbox the host's uid 0, and the
+    kernel decides writes to /proc/sys by uid, so a submission rewrote the host's
+    kernel.printk_ratelimit_burst and could set kernel.core_pattern. Now every file under
+    /proc/sys, /sys, /proc/irq and /proc/bus (and /proc/sysrq-trigger) refuses to open for
+    writing, and under root the sandbox's user is the machine's nobody."""
+    settings = [Path("/proc/sys/kernel", name) for name in ("printk_ratelimit_burst",
+                                                            "core_pattern")]
+    before = [path.read_text() for path in settings]
+    notebook = new_notebook(cells=[new_code_cell(KERNEL_PROBE, metadata={"hidden_test": "x"})])
+    outcome = run_sandboxed(notebook, timeout=60, memory_gb=2, max_seconds=300)
+    tried, opened, rewritten, uid, maps = hidden.value_printed(outcome["printed"][0])
+    assert tried > 100, "the sandbox shows /proc/sys, read-only"
+    assert (opened, rewritten, uid) == ([], [], 1000)
+    if os.geteuid() == 0:  # the sandbox's user and group are nobody's, and root is not 0 inside
+        nobody = pwd.getpwnam("nobody").pw_uid
+        assert maps[0] == ["1", "0", "1", "1000", str(nobody), "1"], maps
+    assert [path.read_text() for path in settings] == before
 
 
 def test_loops_memory_and_exits_are_named(toy):
@@ -756,6 +890,39 @@ def test_the_grader_writes_over_no_submission_and_reads_through_no_link(toy, cap
     assert honest.score == honest.max_score
 
 
+def test_a_hard_link_is_refused_and_a_safe_unpacking_makes_none(toy, tmp_path):
+    """R5 and R6 of the third adversarial review: an archive's hard link to the instructor
+    edition (outside the submissions' folder), or to a classmate's notebook unpacked into the
+    same folder, scored full marks. A file with other names is now refused; either name may
+    be the original, so both are, each saying how to unpack. Unpacked as the appendix says
+    (each archive into a folder of its own, Python's tarfile with filter="data"), a link out
+    of the folder is not made, and the classmate is graded in full."""
+    import io
+    import tarfile
+    carol = answered(toy, "carol")
+    oscar = toy["submissions"] / "oscar.ipynb"
+    os.link(toy["reference"], oscar)
+    mallory = toy["submissions"] / "mallory.ipynb"
+    os.link(carol, mallory)
+    grader = Grader(toy["reference"], toy["hidden"], seed=17, timeout=30)
+    reports = list(grader.grade_batch([oscar, mallory, carol]))
+    for report in reports:
+        assert report.score == 0 and "the file has 2 names" in report.error, report.error
+    mallory.unlink()
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        member = tarfile.TarInfo("toy.ipynb")
+        member.type, member.linkname = tarfile.LNKTYPE, "../carol/toy.ipynb"
+        tar.addfile(member)
+    (tmp_path / "carol").mkdir()
+    shutil.copy(carol, tmp_path / "carol" / "toy.ipynb")
+    archive.seek(0)
+    with tarfile.open(fileobj=archive) as tar, pytest.raises(tarfile.LinkOutsideDestinationError):
+        tar.extractall(tmp_path / "mallory", filter="data")
+    assert not (tmp_path / "mallory" / "toy.ipynb").exists()
+    assert scores_of(grader, tmp_path / "carol" / "toy.ipynb") == [2, 3]
+
+
 def test_a_huge_notebook_is_refused_before_it_is_read(tmp_path):
     """N32 of the second adversarial review: 300,000 cells (33 MB) took 1.8 GiB in the
     grader's own process, outside every limit."""
@@ -769,6 +936,15 @@ def test_a_huge_notebook_is_refused_before_it_is_read(tmp_path):
                    many)
     with pytest.raises(ValueError, match="cells a notebook may have"):
         read_notebook(many, "notebook")
+    # N32 of the third review: 12 MiB of empty JSON objects took the grader to 7.1 GiB
+    empties = json.loads(nbformat.writes(new_notebook()))
+    empties["metadata"]["x"] = [{}] * (MAX_JSON_NODES + 1)
+    objects = tmp_path / "objects.ipynb"
+    objects.write_text(json.dumps(empties))
+    with pytest.raises(ValueError, match="JSON objects and arrays, more than the 100,000"):
+        read_notebook(objects, "notebook")
+    chapter = [read_notebook(path, "notebook") for path in CHAPTERS]
+    assert all(chapter), "the book's chapters hold far fewer"
 
 
 def test_the_gradescope_export_takes_one_submission(toy, capsys):
@@ -850,6 +1026,49 @@ def test_the_command_line_writes_each_grade_as_it_goes(toy):
     assert (row["notebook"], row["total"]) == (str(right), "5")
 
 
+def test_a_csv_holds_one_run_and_any_file_name_is_graded(toy, tmp_path, capsys, monkeypatch):
+    """R9, T9 and T10 of the third adversarial review: a file name that is not UTF-8 (from an
+    archive) crashed the table under a strict UTF-8 terminal, or the CSV, and nobody after it
+    was graded; a batch resumed into the same CSV, or a second grader on it, dropped the
+    earlier rows in silence. Now the name is written with its bytes escaped, and a CSV that
+    exists is refused before anything runs."""
+    odd, honest = answered(toy, "x-\udcff\udcfe"), answered(toy, "honest")
+    assert os.fsencode(odd).endswith(b"x-\xff\xfe.ipynb")
+    grades = tmp_path / "grades.csv"
+    command = [str(odd), str(honest), "--reference", str(toy["reference"]), "--hidden",
+               str(toy["hidden"]), "--seed", "18", "--csv", str(grades)]
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    main(command)
+    terminal.flush()
+    printed = terminal.buffer.getvalue().decode()
+    assert "x-\\xff\\xfe.ipynb" in printed and str(honest) in printed
+    rows = list(csv.DictReader(grades.open()))
+    assert [(Path(r["notebook"]).name, r["total"]) for r in rows] == [
+        ("x-\\xff\\xfe.ipynb", "5"), ("honest.ipynb", "5")]
+    monkeypatch.setattr("course.grade.run_sandboxed", lambda *a, **k: pytest.fail("it ran"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        main(command)
+    assert stopped.value.code == 2 and "the file exists" in capsys.readouterr().err
+    assert list(csv.DictReader(grades.open())) == rows
+
+
+def test_a_course_seed_found_by_trying_is_refused(toy, tmp_path, capsys):
+    """R11 of the third adversarial review: with the appendix's example seed (2027), one
+    student's editions gave the seed back in 15 s, and with it every classmate's edition.
+    The command lines take only a seed of at least 2**32, and say how to draw one."""
+    out = tmp_path / "editions"
+    for command in ([str(toy["reference"]), "--out", str(out), "--course-seed", "2027"],
+                    [str(toy["reference"]), "--reference", str(toy["reference"]),
+                     "--course-seed", "2027"]):
+        with pytest.raises(SystemExit) as stopped:
+            (assignments.main if "--out" in command else main)(command)
+        error = capsys.readouterr().err
+        assert stopped.value.code == 2 and "at least 2**32" in error and "secrets" in error
+    assert not out.exists(), "no edition was written"
+
+
 def _variant_answer(edition: Path, label: str) -> str:
     notebook = nbformat.read(edition, as_version=4)
     (cell,) = tagged(notebook, ANSWER, label)
@@ -895,6 +1114,73 @@ def test_each_student_is_graded_against_their_own_variant(toy, tmp_path):
     assert report.score == 0 and "not on the roster" in report.error
 
 
+def _handed_in(out: Path, student: str, submissions: Path, name: str | None = None) -> Path:
+    """``student``'s edition, answered with its own variant's model answers, handed in as
+    ``submissions/<name>/toy.ipynb`` (``name`` defaults to the student)."""
+    edition = nbformat.read(out / "student" / student / "toy.ipynb", as_version=4)
+    rows = csv.DictReader((out / "instructor" / "variants.csv").open())
+    variant = next(r["variant"] for r in rows if r["student"] == student)
+    reference = out / "instructor" / "variants" / f"toy-{variant}.ipynb"
+    for label in ("ex-a", "ex-b"):
+        (i,) = tagged(edition, ANSWER, label)
+        edition.cells[i].source = _variant_answer(reference, label)
+    path = submissions / (name or student) / "toy.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(edition, path)
+    return path
+
+
+def test_a_tas_mistakes_are_caught_before_anything_is_graded(toy, tmp_path, capsys):
+    """T1, T2 and T7 of the third adversarial review: graded with another course seed, or
+    without the roster the editions were made with, honest students got 0/7 and 2/7, and
+    against a reference whose model answer was edited, 5/7, all in silence. Each student
+    edition now names its edition, and each instructor edition carries a digest of its cells:
+    the grader stops before it grades, and says why; one student's notebook of another
+    edition (a classmate's, handed in as theirs) gets a row that says so."""
+    module = hidden.load("toy", toy["hidden"])
+
+    def edition(seed, name=""):
+        return edition_name(chapter_variants(module.VARIANTS, "toy", seed, name))
+    wrong = COURSE_SEED + 1
+    names = [n for n in (f"student{k}" for k in range(60))
+             if edition(COURSE_SEED, n) not in (edition(wrong, n), edition(COURSE_SEED))]
+    ann = names[0]
+    bob = next(n for n in names if edition(COURSE_SEED, n) != edition(COURSE_SEED, ann))
+    mallory = next(n for n in names if n != bob and edition(COURSE_SEED, ann) not in (
+        edition(COURSE_SEED, n), edition(wrong, n)))
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f"student\n{ann}\n{bob}\n{mallory}\n")
+    out = tmp_path / "editions"
+    write_editions([toy["reference"]], out, course_seed=COURSE_SEED, roster=roster,
+                   hidden=toy["hidden"])
+    submissions = tmp_path / "submissions"
+    paths = [_handed_in(out, ann, submissions), _handed_in(out, bob, submissions),
+             _handed_in(out, ann, submissions, mallory)]  # mallory hands in ann's notebook
+    reference = out / "instructor" / "toy.ipynb"
+    common = ["--reference", reference, "--hidden", toy["hidden"], "--roster", roster,
+              "--csv", tmp_path / "grades.csv", "--", *paths]
+    with pytest.raises(SystemExit) as stopped:  # T1: another course seed
+        main([str(a) for a in ["--course-seed", wrong, *common]])
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and "3 of the 3 that name their edition" in error, error
+    assert "is --course-seed the one" in error and "Nothing was graded" in error
+    assert not (tmp_path / "grades.csv").exists()
+    no_roster = Grader(reference, toy["hidden"], seed=19, timeout=20, course_seed=COURSE_SEED)
+    with pytest.raises(ValueError, match="--roster given"):  # T2: the roster forgotten
+        no_roster.grade_batch(paths[:2])
+    grader = Grader(reference, toy["hidden"], seed=19, timeout=20, course_seed=COURSE_SEED,
+                    roster=roster)
+    honest_ann, honest_bob, copied = grader.grade_batch(paths)
+    assert honest_ann.score == honest_bob.score == 5
+    assert copied.score == 0 and "another student's or another course's" in copied.error
+    edited = nbformat.read(reference, as_version=4)  # T7: a model answer edited
+    (i,) = tagged(edited, ANSWER, "ex-b")
+    edited.cells[i].source += " + 0 * t"
+    nbformat.write(edited, reference)
+    with pytest.raises(ValueError, match="was changed after course.assignments wrote it"):
+        Grader(reference, toy["hidden"], course_seed=COURSE_SEED, roster=roster)
+
+
 def test_a_course_seed_alone_gives_everyone_one_variant(toy, tmp_path):
     out = tmp_path / "editions"
     (student,) = write_editions([toy["reference"]], out, course_seed=3, hidden=toy["hidden"])
@@ -915,20 +1201,22 @@ def test_a_course_seed_alone_gives_everyone_one_variant(toy, tmp_path):
 def test_an_instructors_own_exercises_are_graded_from_a_private_folder(tmp_path, capsys):
     """For instructors' worked example: course/template copied to a folder outside the
     repository, each student's edition made and graded with the documented commands. A
-    student's own variant scores full marks; the template's answer, a classmate's and the
-    untouched edition score 0; no edition names its variant."""
+    student's own variant scores full marks; the template's answer and the untouched edition
+    score 0, and a classmate's of another variant less than full marks (at most the tests of
+    short strings with few 1s, where two variants may both find no such 1); no edition names
+    its variant."""
     private = tmp_path / "private" / "homework"
     shutil.copytree(ROOT / "course" / "template", private)
     make = hidden.load("homework", private / "hidden").VARIANTS
     names = ["ann", "bob", "cid", "dan", "eve", "fay"]
-    edition = {name: edition_name(chapter_variants(make, "homework", 2027, name))
+    edition = {name: edition_name(chapter_variants(make, "homework", COURSE_SEED, name))
                for name in names}
     ann, bob = names[0], next(name for name in names if edition[name] != edition[names[0]])
     cid = next(name for name in names if name not in (ann, bob))
     roster = tmp_path / "roster.csv"
     roster.write_text(f"student\n{ann}\n{bob}\n{cid}\n")
     out = tmp_path / "editions"
-    common = ["--hidden", private / "hidden", "--course-seed", "2027", "--roster", roster]
+    common = ["--hidden", private / "hidden", "--course-seed", COURSE_SEED, "--roster", roster]
     assignments.main([str(a) for a in [private / "homework.ipynb", *common, "--out", out]])
     submissions = tmp_path / "submissions"
     ann_reference = out / "instructor" / "variants" / f"homework-{edition[ann]}.ipynb"
@@ -951,9 +1239,11 @@ def test_an_instructors_own_exercises_are_graded_from_a_private_folder(tmp_path,
                            "--seed", "5", "--json", "--",
                            *(submissions / n / "homework.ipynb" for n in (ann, bob, cid)),
                            submissions / "copies" / f"{bob}.ipynb"]])
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["score"] for r in records] == [2, 0, 0, 0], records
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in printed.out.splitlines()]
+    assert [r["score"] for r in records[:3]] == [2, 0, 0] and records[3]["score"] < 2, records
     assert "not answered" in records[2]["exercises"][0]["message"]
+    assert "hidden tests are" in printed.err and "unchanged" in printed.err, "R12: edit them"
 
 
 def test_twelve_courses_get_twelve_editions():

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 
+import nbformat
 import pytest
 from test_course import SQUARE, answered, code, small_notebook, statement, submit, toy
 
@@ -199,6 +200,46 @@ def test_shards_merged_give_the_grades_of_one_run(toy, tmp_path, capsys, monkeyp
         capsys, "merge", shards[0], shards[1], other)
     assert "--gradescope writes one submission's grade, the shards hold 5" in refused(
         capsys, "merge", *shards, "--gradescope", tmp_path / "results.json")
+
+    # R13 of the third adversarial review: records edited in a shard's file
+    def edited(change) -> str:
+        lines = [json.loads(line) for line in shards[0].read_text().splitlines()]
+        change(lines)
+        other.write_text("\n".join(json.dumps(line) for line in lines))
+        return refused(capsys, "merge", other, shards[1], shards[2])
+
+    def score(value):
+        return lambda lines: lines[0]["exercises"][0].update(score=value)
+    assert "ex-a scores 30 of 2 points" in edited(score(30))
+    assert "ex-a scores -1 of 2 points" in edited(score(-1))
+    assert "ex-a scores nan of 2 points" in edited(score(float("nan")))
+    assert "exercises or their points are not the batch's" in edited(
+        lambda lines: lines[0]["exercises"].append({**lines[0]["exercises"][0],
+                                                    "label": "ex-bonus", "points": 100}))
+    assert "exercises or their points are not the batch's" in edited(
+        lambda lines: lines[0]["exercises"][0].update(points=20, score=20))
+
+    def swapped(lines):
+        lines[0]["notebook"], lines[1]["notebook"] = lines[1]["notebook"], lines[0]["notebook"]
+    assert "do not name the batch's submissions in its order" in edited(swapped)
+    assert "is not a shard's record" in edited(lambda lines: lines[0]["shard"].update(
+        points={"ex-a": float("inf"), "ex-b": 3}))
+
+
+def test_shards_of_other_references_or_tests_are_not_merged(toy, tmp_path, capsys,
+                                                            monkeypatch):
+    """T11 of the third adversarial review: a shard graded against an edited reference (or
+    other hidden tests) merged without a word; now its batch is another."""
+    replayed(monkeypatch)
+    paths = class_of(toy)[:2]
+    shards = [tmp_path / "shard-1.json", tmp_path / "shard-2.json"]
+    shards[0].write_text(graded(capsys, *options(toy, *paths), "--shard", "1/2", "--json"))
+    reference = nbformat.read(toy["reference"], as_version=4)
+    reference.cells[2].source += "\n# edited"
+    nbformat.write(reference, toy["reference"])
+    shards[1].write_text(graded(capsys, *options(toy, *paths), "--shard", "2/2", "--json"))
+    assert f"{shards[1]}, line 1 is of another batch than {shards[0]}" in refused(
+        capsys, "merge", *shards)
 
 
 def test_bad_jobs_shard_and_merge_input_is_refused(toy, tmp_path, capsys, monkeypatch):

@@ -69,8 +69,8 @@ def _b_rasp(program) -> str:
     return "" if is_b_rasp(program) else "it counts: a B-RASP program has no counts"
 
 
-def _factor_tests(rng, factor="01", name="has_01"):
-    lengths = [*rng.sample(range(len(factor), 11), 2), rng.randrange(20, 61)]
+def _factor_tests(rng, factor="01", name="has_01", shortest=2):
+    lengths = [*rng.sample(range(shortest, 11), 2), rng.randrange(20, 61)]
     return [HiddenTest(f"_hidden_to_data({name})",
                        _judge(m, rng.randrange(2**31), _contains(factor), _b_rasp), AS_DATA)
             for m in lengths]
@@ -84,8 +84,12 @@ def _ends(factor: str) -> str:
     return source
 
 
+FACTORS = ["00", "10", "11", "001", "010", "011", "100", "101", "110"]
+SHORTEST = max(map(len, FACTORS))  # the shortest length tested: one for every variant (N22)
+
+
 def _factor(rng: random.Random) -> Variant:
-    factor = rng.choice(["00", "10", "11", "001", "010", "011", "100", "101", "110"])
+    factor = rng.choice(FACTORS)
     symbols = ", ".join(factor[:-1]) + f" and {factor[-1]}"
     count = {2: "two", 3: "three"}[len(factor)]
     held = " and ".join(
@@ -99,7 +103,7 @@ def _factor(rng: random.Random) -> Variant:
             f"A factor {factor} ends at $i$ when {held}",
         'Q("1") & previous(Q("0"))  # a 01 ends at i': f"{_ends(factor)}  # a {factor} ends at i",
         '"01" in "".join': f'"{factor}" in "".join',
-    }, {"factor": factor, "name": "has_factor"})
+    }, {"factor": factor, "name": "has_factor", "shortest": SHORTEST})
 
 
 # --- ex-logic-depth: another rule for the same walk over the program -----------------------

@@ -72,7 +72,8 @@ BOOK = {  # the arguments of _family_tests for the book's exercises
                      "language": lambda w: 2 * w.sum(dim=1) == w.shape[1]},
 }
 # A variant's params are its arguments of _family_tests, with lengths at which its language is
-# not constant (a constant circuit fails) and the book's answer is wrong.
+# not constant (a constant circuit fails) and the book's answer is wrong: the same lengths for
+# every variant of an exercise, so that its tests do not tell them apart (N22).
 
 
 def _or(rng: random.Random) -> Variant:
@@ -101,8 +102,11 @@ def _or(rng: random.Random) -> Variant:
         "max_depth": lambda n: math.ceil(math.log2(-(-n // p))) + 1 if n else 0})
 
 
+COUNTS = [3, 4]  # of ex-circ-two's variants: at least t 0s or 1s
+
+
 def _two(rng: random.Random) -> Variant:
-    t, symbol = rng.choice([3, 4]), rng.choice([1, 0])
+    t, symbol = rng.choice(COUNTS), rng.choice([1, 0])
     word = {3: "three", 4: "four"}[t]
     family, depth = "at_least", 3 - symbol  # NOT gates for 0s; one name (N22)
     negated = "" if symbol else "    negated = [circuit.gate(\"NOT\", i) for i in range(n)]\n"
@@ -133,11 +137,15 @@ def _two(rng: random.Random) -> Variant:
         "faster than n^2": f"faster than n^{t}",
     }, {"family": family, "language": lambda w: (w == symbol).sum(dim=1) >= t,
         "circuit_class": "AC", "max_depth": depth, "max_size": lambda n: n**t + n + 2,
-        "short": range(t, 11), "long": range(12, 25)})  # up to C(24, 4) AND gates
+        "short": range(max(COUNTS), 11),  # the same lengths for every variant (N22)
+        "long": range(12, 25)})  # up to C(24, 4) AND gates
+
+
+LEADS = [-3, -1, 1, 3]  # of ex-circ-half's variants: 2k - n, for k 1s
 
 
 def _half(rng: random.Random) -> Variant:
-    d = rng.choice([-3, -1, 1, 3])  # 2k - n, for k 1s
+    d = rng.choice(LEADS)
     e, ahead, behind = abs(d), "1" if d > 0 else "0", "0" if d > 0 else "1"
     words = f"exactly {['one', 'three'][e // 2]} more {ahead}{'s' * (e > 1)} than {behind}s"
     constants = f"{e} constant{'s' * (e > 1)}"
@@ -168,7 +176,8 @@ def _half(rng: random.Random) -> Variant:
         ", half, range": ", ahead, range",
     }, {"family": family, "language": lambda w: 2 * w.sum(dim=1) - w.shape[1] == d,
         "circuit_class": "TC", "max_depth": 3,
-        "short": range(e, 11, 2), "long": range(13, 70, 2)})  # odd n: 2k - n is odd
+        "short": range(max(LEADS), 11, 2),  # odd n (2k - n is odd), from where every
+        "long": range(13, 70, 2)})  # variant's language is not empty: the same for all (N22)
 
 
 VARIANTS = {"ex-circ-or": _or, "ex-circ-two": _two, "ex-circ-half": _half}

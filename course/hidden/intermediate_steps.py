@@ -3,6 +3,9 @@ and their graded variants (:mod:`course.variants`)."""
 
 import random
 
+import torch
+
+from companion.steps import compile_tm, decode
 from course.hidden import HiddenTest, close
 from course.variants import Variant
 
@@ -44,17 +47,19 @@ COUNTERS = {
 
 def _counter(rng: random.Random) -> Variant:
     name = rng.choice(sorted(COUNTERS))
-    rule, replace = COUNTERS[name]
-    return Variant(f"strings {name}", replace, {"rule": rule})
+    _, replace = COUNTERS[name]
+    return Variant(f"strings {name}", replace)
 
 
-def _compile_tests(rng: random.Random, rule) -> list[HiddenTest]:
+def _compile_tests(rng: random.Random) -> list[HiddenTest]:
+    """Two batches of six strings on which, for every variant, the book's automaton answers
+    otherwise on some string: the same strings whatever the variant (N22)."""
     tests = []
     for _ in range(2):
-        while True:  # for a variant, strings on which the book's automaton answers otherwise
+        while True:
             words = [[rng.randrange(2) for _ in range(rng.randrange(1, 16))] for _ in range(6)]
-            if rule == BOOK_RULE or any(_accepts(rule, w) != _accepts(BOOK_RULE, w)
-                                        for w in words):
+            if all(any(_accepts(rule, w) != _accepts(BOOK_RULE, w) for w in words)
+                   for rule, _ in COUNTERS.values()):
                 break
         rows = ", ".join(f"torch.tensor({w})" for w in words)
         tests.append(HiddenTest(
@@ -117,7 +122,7 @@ def _precision_tests(rng: random.Random, function: str) -> list[HiddenTest]:
 # --- ex-steps-hahn: count otherwise ----------------------------------------------------------
 
 COUNTS = {
-    "the states that stay the same": ("same", {
+    "the states that stay the same": {
         "count the positions where the states differ": "count the positions where they agree",
         "the number of states that the chapter's $S_5$ decoder `s5`\nwrites differently":
             "the number of states that the chapter's $S_5$ decoder `s5`\nwrites the same",
@@ -128,29 +133,28 @@ COUNTS = {
         "return int((before != after).sum())": "return int((before == after).sum())",
         "assert got == m - i,": "assert got == i,",
         "{got} states changed": "{got} states stayed",
-    }),
-    "positions counted from 1": ("from 1", {
+    },
+    "positions counted from 1": {
         "(counting from 0)": "(counting from 1)",
         "The answer is $m - i$:": "The answer is $m - i + 1$:",
         "other[:, i] = 1 - other[:, i]": "other[:, i - 1] = 1 - other[:, i - 1]",
         "for i in range(m):": "for i in range(1, m + 1):",
         "assert got == m - i,": "assert got == m - i + 1,",
-    }),
+    },
 }
 
 
 def _count(rng: random.Random) -> Variant:
     name = rng.choice(sorted(COUNTS))
-    kind, replace = COUNTS[name]
-    return Variant(f"counting {name}", replace, {"kind": kind})
+    return Variant(f"counting {name}", COUNTS[name])
 
 
-def _hahn_tests(rng: random.Random, kind: str) -> list[HiddenTest]:
+def _hahn_tests(rng: random.Random) -> list[HiddenTest]:
     tests = []
     for _ in range(3):
         m = rng.randrange(3, 20)
         i = rng.randrange(1, m)  # a position that both counts from 0 and from 1 name
-        while kind == "same" and 2 * i == m:  # where i = m - i, the book would pass
+        while 2 * i == m:  # i = m - i: the book would pass "the states that stay the same"
             i = rng.randrange(1, m)
         word = [rng.randrange(2) for _ in range(m)]
         tests.append(HiddenTest(f"changed_states(torch.tensor([{word}]), {i})", EXACT))
@@ -195,18 +199,69 @@ def _ratio(rng: random.Random) -> Variant:
     }, {"zeros": zeros, "ones": ones})
 
 
+MACHINE = ("(lambda t, s, a, r: [[[*key, *target] for key, target in t.items()], s, list(a), "
+           "list(r)])(*ratio_tm())")  # the machine as plain data, read by _machine
+MAX_STATES, MAX_SYMBOLS = 64, 8  # of a machine the judge compiles (the model answer's: 16, 5)
+
+
+def _machine(data) -> tuple:
+    """``(transitions, start, accepting, rejecting)`` from the plain data of :data:`MACHINE`
+    (``[[q, a, q', a', move], ...]``, start, accepting, rejecting); raises ``ValueError`` where
+    it is not that, or is larger than ``MAX_STATES`` states and ``MAX_SYMBOLS`` symbols allow,
+    or holds a number that is not a small int: before anything runs it."""
+    if not (isinstance(data, list) and len(data) == 4 and all(
+            isinstance(part, list) for part in (data[0], data[2], data[3]))):
+        raise ValueError("not [transitions, start, accepting, rejecting]")
+    rows, start, accepting, rejecting = data
+    if len(rows) > MAX_STATES * MAX_SYMBOLS or max(len(accepting), len(rejecting)) > MAX_STATES:
+        raise ValueError(f"more than {MAX_STATES * MAX_SYMBOLS} transitions or {MAX_STATES} "
+                         "halting states")
+    if not all(isinstance(row, list) and len(row) == 5 for row in rows):
+        raise ValueError("a transition is not [q, a, q', a', move]")
+    numbers = [start, *accepting, *rejecting, *(n for row in rows for n in row)]
+    if not all(type(n) is int and -1 <= n < MAX_STATES for n in numbers):
+        raise ValueError(f"states and moves must be ints from -1 to {MAX_STATES - 1}")
+    if not all(0 <= row[k] < MAX_SYMBOLS for row in rows for k in (1, 3)):
+        raise ValueError(f"symbols must be ints from 0 to {MAX_SYMBOLS - 1}")
+    transitions = {(q, a): (r, b, move) for q, a, r, b, move in rows}
+    if len(transitions) < len(rows):
+        raise ValueError("a (state, symbol) has two transitions")
+    return transitions, start, accepting, rejecting
+
+
+def _decides_ratio(words: list, zeros: int, ones: int):
+    """A judge: the machine (ignoring the instructor's), compiled by ``compile_tm`` for its
+    default 512 positions, accepts exactly the strings of ``words`` with ``zeros * g`` 0s and
+    ``ones * g`` 1s; its message never says which string it fails on."""
+    def judge(got, expected) -> str:
+        try:
+            decoder = compile_tm(*_machine(got))
+        except (TypeError, ValueError) as error:
+            return f"not a valid machine ({error})"
+        try:
+            _, verdicts = decode(decoder, torch.tensor(words))
+        except ValueError:
+            return f"a run does not halt within the decoder's {decoder.max_positions} positions"
+        right = [w.count(0) * ones == w.count(1) * zeros and w.count(0) % zeros == 0
+                 for w in words]
+        return "" if verdicts.tolist() == right else "it decides some string wrong"
+    return judge
+
+
 def _machine_tests(rng: random.Random, zeros: int = 1, ones: int = 1) -> list[HiddenTest]:
     """Two batches of strings of 9 to 16 symbols, longer than the check's, decided by the
-    submission's machine: four in the language (g groups, shuffled) and four drawn at random
-    (mostly outside it)."""
+    submission's machine in the grader's process: four in the language (g groups, shuffled)
+    and four drawn at random (mostly outside it). The test shows the submission no string,
+    and draws them from a generator of their own, so that the other exercises' inputs do not
+    depend on the variant either (N22)."""
     tests = []
     for _ in range(2):
-        g = rng.choice([g for g in range(1, 17) if 9 <= g * (zeros + ones) <= 16])
+        own = random.Random(rng.getrandbits(64))
+        g = own.choice([g for g in range(1, 17) if 9 <= g * (zeros + ones) <= 16])
         m = g * (zeros + ones)
-        members = [rng.sample([0] * (g * zeros) + [1] * (g * ones), m) for _ in range(4)]
-        others = [[rng.randrange(2) for _ in range(m)] for _ in range(4)]
-        tests.append(HiddenTest(f"[bool(v) for v in decode(compile_tm(*ratio_tm()), "
-                                f"torch.tensor({members + others}))[1]]", EXACT))
+        members = [own.sample([0] * (g * zeros) + [1] * (g * ones), m) for _ in range(4)]
+        others = [[own.randrange(2) for _ in range(m)] for _ in range(4)]
+        tests.append(HiddenTest(MACHINE, _decides_ratio(members + others, zeros, ones)))
     return tests
 
 
@@ -267,10 +322,10 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
         return variants[label].params[key] if label in variants else book
 
     return {
-        "ex-steps-compile": _compile_tests(rng, param("ex-steps-compile", "rule", BOOK_RULE)),
+        "ex-steps-compile": _compile_tests(rng),
         "ex-steps-precision": _precision_tests(
             rng, param("ex-steps-precision", "function", "first_error_length")),
-        "ex-steps-hahn": _hahn_tests(rng, param("ex-steps-hahn", "kind", "book")),
+        "ex-steps-hahn": _hahn_tests(rng),
         "ex-steps-machine": _machine_tests(
             rng, **(variants["ex-steps-machine"].params if "ex-steps-machine" in variants
                     else {})),

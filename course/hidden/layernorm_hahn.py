@@ -16,9 +16,8 @@ SOLUTION = ("so the cross-entropy in bits is\n$\\log_2(1 + e^{-c\\sqrt{d/2}})$. 
             "$\\eta < 1$ bit, the\ncross-entropy of a coin flip, which any logit of the right "
             "sign beats.")
 
-TARGETS = {  # another target than the cross-entropy in bits, and the largest eta tested (c > 0
-    # up to ln 2 nats and a probability 1/2)
-    "the cross-entropy in nats": (0.6, {
+TARGETS = {  # another target than the cross-entropy in bits
+    "the cross-entropy in nats": {
         "Sharpening in bits": "Sharpening in nats",
         "is exactly `eta` **bits**": "is exactly `eta` **nats**",
         QUESTION:
@@ -35,8 +34,8 @@ TARGETS = {  # another target than the cross-entropy in bits, and the largest et
         "bits = math.log2(": "nats = math.log(",
         "abs(bits - eta)": "abs(nats - eta)",
         "your scale gives {bits} bits": "your scale gives {nats} nats",
-    }),
-    "the probability of the wrong answer": (0.45, {
+    },
+    "the probability of the wrong answer": {
         "Sharpening in bits": "Sharpening as a probability",
         "for which every string's cross-entropy is exactly `eta` **bits**":
             "for which every string gets the wrong answer with probability exactly `eta`\n"
@@ -56,14 +55,16 @@ TARGETS = {  # another target than the cross-entropy in bits, and the largest et
             "wrong = 1 / (1 + math.exp(c * math.sqrt(d / 2)))",
         "abs(bits - eta)": "abs(wrong - eta)",
         "your scale gives {bits} bits": "your scale gives a probability of {wrong}",
-    }),
+    },
 }
+# The largest eta tested: c > 0 below 1 bit in the book; in every variant (one range, so that
+# the inputs do not tell them apart: N22), below both ln 2 nats and a probability of 1/2.
+LARGEST_ETA, LARGEST_VARIANT_ETA = 0.9, 0.45
 
 
 def _scale(rng: random.Random) -> Variant:
     words = rng.choice(sorted(TARGETS))
-    largest, replace = TARGETS[words]
-    return Variant(f"{words}, not the cross-entropy in bits", replace, {"largest eta": largest})
+    return Variant(f"{words}, not the cross-entropy in bits", TARGETS[words])
 
 
 def _crossover(rng: random.Random) -> Variant:
@@ -97,15 +98,20 @@ def _right(delta: float, m: int, k: int) -> bool:
     return (s > 0) == (k % 2 == 1)
 
 
-def _accuracy(delta: float, m: int, p: float) -> float:
-    """The variant's answer: the probability that a string of m symbols, each 1 with probability
-    p, is classified right (p = 1/2: the book's fraction of all strings)."""
-    return sum(math.comb(m, k) * p**k * (1 - p)**(m - k) for k in range(m + 1)
-               if _right(delta, m, k))
+def _accuracies(delta: float, m: int, probabilities) -> list[float]:
+    """The variants' answers: for each p of ``probabilities``, the probability that a string of
+    m symbols, each 1 with probability p, is classified right (p = 1/2: the book's fraction of
+    all strings)."""
+    right = [k for k in range(m + 1) if _right(delta, m, k)]
+    return [sum(math.comb(m, k) * p**k * (1 - p)**(m - k) for k in right)
+            for p in probabilities]
+
+
+PROBABILITIES = [0.1, 0.2, 0.25, 0.3, 0.4, 0.6, 0.7, 0.75, 0.8, 0.9]  # of a 1, in a variant
 
 
 def _random_strings(rng: random.Random) -> Variant:
-    p = rng.choice([0.1, 0.2, 0.25, 0.3, 0.4, 0.6, 0.7, 0.75, 0.8, 0.9])
+    p = rng.choice(PROBABILITIES)
     q = round(1 - p, 2)
     return Variant(f"random strings with P(1) = {p}", {
         "the fraction of all strings of length $m$ that the\n$\\varepsilon = 0$ PARITY solution "
@@ -136,15 +142,16 @@ VARIANTS = {"ex-lnh-scale": _scale, "ex-lnh-crossover": _crossover,
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    scale, accuracy = variants.get("ex-lnh-scale"), variants.get("ex-lnh-accuracy")
-    largest_eta = scale.params["largest eta"] if scale else 0.9  # c > 0 below 1 bit
-    p = accuracy.params["p"] if accuracy else 0.5
+    largest_eta = LARGEST_VARIANT_ETA if "ex-lnh-scale" in variants else LARGEST_ETA
 
     def accuracy_test():
-        while True:  # for a variant, inputs where the book's uniform strings give another value
+        """Inputs on which the book's uniform strings give another value than every variant's
+        random strings: the same inputs for the book and every variant (N22)."""
+        while True:
             m = rng.randrange(4, 40)
             delta = rng.uniform(-0.49, 1 / m)  # the exercise's range: every triangle is read
-            if p == 0.5 or abs(_accuracy(delta, m, p) - _accuracy(delta, m, 0.5)) > 1e-6:
+            book, *others = _accuracies(delta, m, [0.5, *PROBABILITIES])
+            if all(abs(other - book) > 1e-6 for other in others):
                 return HiddenTest(f"predicted_accuracy({delta!r}, {m})")
 
     return {

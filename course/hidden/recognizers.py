@@ -64,8 +64,11 @@ def _hard(rng: random.Random) -> Variant:
     }, {"offset": k})
 
 
+LEADS = range(1, 5)  # a variant's ties have this many more 1s than 0s (the book's: 0)
+
+
 def _zero(rng: random.Random) -> Variant:
-    lead = rng.randrange(1, 5)  # the ties have this many more 1s than 0s
+    lead = rng.choice(LEADS)
     m = rng.choice([m for m in range(10, 14) if (m - lead) % 2 == 0])
     k, n = (m + lead) // 2, m + 1
     ties = math.comb(m, k)
@@ -102,11 +105,13 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
     m, tied = rng.sample([4, 6, 8, 10, 14], 2)  # even lengths have ties
     odd = rng.choice([5, 7, 9, 11])
     strings = [[rng.randrange(2) for _ in range(odd)] for _ in range(rng.randrange(5, 20))]
-    # the ties and their neighbours (a constant 0 would pass on the ties alone: e2)
-    lead = params.get("ex-rec-zero", {}).get("lead", 0)
-    length = tied + lead % 2  # has ties, 2k - length = lead
-    ties = HiddenTest(f"(lambda w: no_margin(w[(2 * w.sum(dim=1) - {length + lead}).abs() "
-                      f"<= 2]).detach().double())(all_strings({length}))", close(atol=1e-12))
+    # The ties of every lead, 2k - m from 0 to max(LEADS), at lengths of both parities, and
+    # their neighbours (a constant 0 would pass on the ties alone: e2): the same strings for
+    # the book and every variant, so that they do not give the lead away (R10).
+    middle = max(LEADS) // 2
+    ties = HiddenTest(f"torch.cat([no_margin(w[(2 * w.sum(dim=1) - w.shape[1] - {middle}).abs() "
+                      f"<= {middle + 2}]) for w in (all_strings({tied - 1}), "
+                      f"all_strings({tied}))]).detach().double()", close(atol=1e-12))
     return {
         "ex-rec-previous": [HiddenTest("[W_Q, W_K, W_V]", _feedback(
             check_previous_position_layer, **params.get("ex-rec-previous", {})))],

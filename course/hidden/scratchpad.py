@@ -26,6 +26,9 @@ right answer is at least about $1 - 3/100$ at 95% confidence (the rule of three:
 a single wrong answer would not even say which step erred."""
 
 
+GIVEN = range(2, 7)  # steps given in a variant, always right
+
+
 def _chain(rng: random.Random) -> Variant:
     kind = rng.choice(["every parity", "given steps", "expected wrong"])
     if kind == "every parity":
@@ -40,9 +43,9 @@ def _chain(rng: random.Random) -> Variant:
                 "chain of 100 strings of length 48\nis right, then "
                 "$(1 - \\varepsilon)^{48} \\ge 0.97$ at 95% confidence (the rule of three: "
                 "no failure\nin 100 trials), so $\\varepsilon \\le 6.3 \\times 10^{-4}$."),
-        }, {"kind": kind})
+        })
     if kind == "given steps":
-        given = rng.randrange(2, 7)
+        given = rng.choice(GIVEN)
         return Variant(f"the first {given} parities given", {
             "independently of the other steps.": (
                 f"independently of the other steps, except the first {given}, which are given "
@@ -62,7 +65,7 @@ def _chain(rng: random.Random) -> Variant:
                 "\\varepsilon)^n$ counts each even number of wrong steps\ntwice and each odd "
                 "one not at all. It tends to $1/2$ as $m$ grows: the parity of many random\n"
                 "flips is a coin toss."),
-        }, {"kind": kind, "given": given})
+        })
     return Variant("the expected number of wrong parities", {
         "the probability\nthat the answer, the last parity written for a string of $m$ "
         "symbols, is right.": (
@@ -81,19 +84,23 @@ def _chain(rng: random.Random) -> Variant:
             "even terms of the binomial expansion cancel in\n$1 - (1 - 2\\varepsilon)^j$). "
             "By the linearity of expectation the expected number of wrong\nparities is the sum "
             "of these over $j = 1, \\dots, m$; it grows like $m/2$ for long chains."),
-    }, {"kind": kind})
+    })
 
 
-def _chain_tests(rng: random.Random, given: int = 0) -> list:
-    """Four cases with ``0 < eps < 1/2`` and ``m >= 2``, where every variant's value differs
-    from the book's: rare errors on long chains, frequent ones on short chains, and chains
-    just longer than a variant's given steps."""
-    cases = [(round(rng.uniform(0.001, 0.01), 4), rng.randrange(20, 200)),
-             (round(rng.uniform(0.05, 0.3), 4), rng.randrange(2, 10)),
-             (round(rng.uniform(0.01, 0.2), 4), rng.randrange(given + 2, given + 5)),
-             (round(rng.uniform(0.02, 0.1), 4), rng.randrange(given + 2, given + 30))]
-    return [HiddenTest(f"chain_measure({eps!r}, {m})", close(rtol=1e-9, atol=1e-12))
-            for eps, m in cases]
+def _chain_tests(rng: random.Random) -> list:
+    """Four tests with ``0 < eps < 1/2`` and ``m >= 2``, where every variant's value differs
+    from the book's: rare errors on a long chain, frequent ones on a short chain, every length
+    from 2 to just past the most steps a variant gives, and a chain longer than those. The same
+    for every variant (N22)."""
+    rare = (round(rng.uniform(0.001, 0.01), 4), rng.randrange(20, 200))
+    frequent = (round(rng.uniform(0.05, 0.3), 4), rng.randrange(2, 10))
+    around = round(rng.uniform(0.01, 0.2), 4)
+    longer = (round(rng.uniform(0.02, 0.1), 4), rng.randrange(max(GIVEN) + 2, max(GIVEN) + 30))
+    judge = close(rtol=1e-9, atol=1e-12)
+    return [*(HiddenTest(f"chain_measure({eps!r}, {m})", judge) for eps, m in (rare, frequent)),
+            HiddenTest(f"[chain_measure({around!r}, m) for m in range(2, {max(GIVEN) + 5})]",
+                       judge),
+            HiddenTest(f"chain_measure({longer[0]!r}, {longer[1]})", judge)]
 
 
 # --- ex-pad-sign: the sign test ----------------------------------------------------------------
@@ -143,7 +150,7 @@ def _sign(rng: random.Random) -> Variant:
     replace = {BOOK_TAIL: tail, BOOK_P: answer, BOOK_COUNT: count,
                BOOK_SIGN_SOLUTION: solution}
     names = {"a loss": "the sign test for a loss"}
-    return Variant(names.get(kind, f"the {kind} sign test"), replace, {"kind": kind})
+    return Variant(names.get(kind, f"the {kind} sign test"), replace)
 
 
 def _p_value(kind: str, n: int, k: int) -> float:
@@ -155,22 +162,35 @@ def _p_value(kind: str, n: int, k: int) -> float:
             "mid-p": above - math.comb(n, k) / 2 ** (n + 1)}[kind]
 
 
-def _sign_tests(rng: random.Random, kind: str = "book") -> list:
-    """Per-seed differences, with ties in some: many seeds, a few, mostly positive or mixed;
-    for a variant, drawn again until its p-value differs from the book's."""
-    tests = []
-    for low, high, ties in ((5, 21, 0), (5, 21, rng.randrange(1, 4)), (2, 8, 0), (2, 5, 2)):
-        while True:
-            seeds, gain = rng.randrange(low, high), rng.uniform(-0.3, 0.7)
-            signs = [1 if rng.random() < 0.5 + gain / 2 else -1 for _ in range(seeds - ties)]
-            n, k = len(signs), signs.count(1)
-            if kind == "book" or _p_value(kind, n, k) != _p_value("book", n, k):
-                break
-        values = [round(rng.uniform(0.001, 0.5) * sign, 4) for sign in signs] + [0.0] * ties
-        rng.shuffle(values)
-        tests.append(HiddenTest(f"sign_test(torch.tensor({values!r}, dtype=torch.float64))",
-                                close(rtol=1e-9, atol=1e-15)))
-    return tests
+def _differences(rng: random.Random, low: int, high: int, ties: int) -> list:
+    """Per-seed differences of ``low`` to ``high - 1`` seeds, ``ties`` of them 0, mostly
+    positive or mixed, drawn again until every variant's p-value differs from the book's."""
+    while True:
+        seeds, gain = rng.randrange(low, high), rng.uniform(-0.3, 0.7)
+        signs = [1 if rng.random() < 0.5 + gain / 2 else -1 for _ in range(seeds - ties)]
+        n, k = len(signs), signs.count(1)
+        if all(_p_value(kind, n, k) != _p_value("book", n, k) for kind in SIGN_TESTS):
+            break
+    values = [round(rng.uniform(0.001, 0.5) * sign, 4) for sign in signs] + [0.0] * ties
+    rng.shuffle(values)
+    return values
+
+
+def _sign_tests(rng: random.Random) -> list:
+    """Per-seed differences, with ties in some: many seeds, a few, mostly positive or mixed,
+    on which every variant's p-value differs from the book's; and, in one test, the cases
+    where some do not: only ties, as many positive differences as negative ones, beside a
+    few seeds that tell every variant from the book. The same for every variant (N22)."""
+    tests = [f"sign_test(torch.tensor({_differences(rng, low, high, ties)!r}, "
+             "dtype=torch.float64))"
+             for low, high, ties in ((5, 21, 0), (5, 21, rng.randrange(1, 4)), (2, 8, 0))]
+    half = rng.randrange(1, 3)
+    balanced = [round(rng.uniform(0.001, 0.5) * sign, 4) for sign in [1, -1] * half]
+    balanced += [0.0] * rng.randrange(0, 3)
+    rng.shuffle(balanced)
+    cases = [[0.0] * rng.randrange(1, 4), balanced, _differences(rng, 2, 5, 2)]
+    tests.append(f"[sign_test(torch.tensor(v, dtype=torch.float64)) for v in {cases!r}]")
+    return [HiddenTest(expression, close(rtol=1e-9, atol=1e-15)) for expression in tests]
 
 
 # --- ex-pad-layout: the scratchpad of any automaton -------------------------------------------
@@ -300,10 +320,8 @@ VARIANTS = {"ex-pad-chain": _chain, "ex-pad-sign": _sign, "ex-pad-layout": _layo
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    chain = variants["ex-pad-chain"].params if "ex-pad-chain" in variants else {}
-    sign = variants["ex-pad-sign"].params if "ex-pad-sign" in variants else {}
     return {
-        "ex-pad-chain": _chain_tests(rng, chain.get("given", 0)),
-        "ex-pad-sign": _sign_tests(rng, sign.get("kind", "book")),
+        "ex-pad-chain": _chain_tests(rng),
+        "ex-pad-sign": _sign_tests(rng),
         "ex-pad-layout": _layout_tests(rng),
     }
