@@ -982,6 +982,11 @@ def test_the_judges_compare_plain_data():
     assert "a list of 1" in judge([1.0], [1.0, 2.0])
     assert judge(1, True) == "the value is wrong"  # a boolean answer must be a boolean
     assert hidden.close(locate=False)([1.0, 3.0], [1.0, 2.0]) == "the value is wrong"
+    # a fourth matrix once reached the check as its offset, and the message named the check's
+    # argument (small finding of the third adversarial review)
+    recognizers = hidden.load("recognizers")
+    (weights,) = recognizers.hidden_tests(random.Random(1), {})["ex-rec-previous"]
+    assert weights.judge([[[1.0]]] * 4, [[[1.0]]] * 3) == "not a list of 3 weight matrices"
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)

@@ -11,11 +11,18 @@ from course.variants import Variant
 
 
 def _feedback(check, **params):
+    """A judge: ``check`` (a function of :mod:`companion.exercises`) on the matrices the test
+    lists, with the variant's ``params``; a list of another length is refused before the call,
+    so that no message speaks of the check's own arguments."""
     def judge(got, expected) -> str:
+        if not isinstance(got, list) or len(got) != len(expected):
+            return f"not a list of {len(expected)} weight matrices"
         try:
             feedback = check(*got, **params)
-        except (TypeError, ValueError) as error:
+        except ValueError as error:
             return f"not a weight matrix ({error})"
+        except TypeError:
+            return "not a weight matrix"
         return "" if feedback else feedback.message
     return judge
 
