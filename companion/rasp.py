@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 
 from companion._checks import check_bool, check_choice, check_dtype, check_int
-from companion.attention import future_mask, self_attention
+from companion.attention import self_attention
 from companion.circuits import Circuit
 from companion.feedforward import feed_forward
 from companion.languages import as_strings
@@ -327,11 +327,15 @@ def from_data(data) -> Bool:
 
 
 def _mask(mask: str, m: int, device) -> torch.Tensor:
-    """``[m, m]``: whether position ``i`` (row) may attend to ``j`` (column)."""
+    """``[m, m]``: whether position ``i`` (row) may attend to ``j`` (column), for the masks
+    ``"all"``, ``"past"`` (``j < i``), ``"future"`` (``j > i``) and ``"causal"`` (``j <= i``,
+    where a compiled count averages). Any ``m``: the mask holds ``m**2`` booleans, fewer bytes
+    than the ``[B, m, m]`` scores it masks."""
+    if mask == "all":
+        return torch.ones(m, m, dtype=torch.bool, device=device)
     i = torch.arange(m, device=device)[:, None]
     j = torch.arange(m, device=device)[None, :]
-    return {"all": torch.ones(m, m, dtype=torch.bool, device=device),
-            "past": j < i, "future": j > i}[mask]
+    return {"past": torch.lt, "future": torch.gt, "causal": torch.le}[mask](j, i)
 
 
 def _attend(op: str, mask: torch.Tensor, score: torch.Tensor, value: torch.Tensor,
@@ -405,7 +409,8 @@ def run(program, w) -> torch.Tensor | bool:
     """The program's verdict on each string of ``w``: its value at the last position,
     ``BoolTensor[B]`` (a ``bool`` for one ``str``). ``w`` is a ``LongTensor[B, m]`` of 0s and
     1s with ``m >= 1``."""
-    values, _ = _values(_program(program), w)
+    program = _program(program)
+    values, _ = _values(program, w)
     verdict = values[id(program)][:, -1]
     return bool(verdict[0]) if isinstance(w, str) else verdict
 
@@ -581,11 +586,12 @@ def _named(program: Bool) -> dict[int, str]:
     return names
 
 
-def _leaves(node: Bool, names: dict, side: str = "i") -> list[tuple[Bool, str]]:
-    """The named vectors an expression reads, with the side each is read at (``"i"``, or
-    ``"j"`` under :func:`at_j`), each once, in order of first appearance."""
+def _leaves(node: Bool, names: dict, side: str = "i") -> list[tuple[str, str]]:
+    """The named vectors an expression reads, as ``(name, side)`` with the side each is read at
+    (``"i"``, or ``"j"`` under :func:`at_j`), each once, in order of first appearance. A name,
+    not a node: two ``Q("1")`` objects are one vector, ``Q_1``, held in one dimension."""
     if id(node) in names:
-        return [(node, side)]
+        return [(names[id(node)], side)]
     if node.op == "const":
         return []
     inner = "j" if node.op == "at_j" else side
@@ -594,9 +600,9 @@ def _leaves(node: Bool, names: dict, side: str = "i") -> list[tuple[Bool, str]]:
 
 def _truth(node: Bool, names: dict, assignment: dict, side: str = "i") -> bool:
     """The value of an expression when each named vector it reads has the value
-    ``assignment[(id(vector), side)]``."""
+    ``assignment[(name, side)]``."""
     if id(node) in names:
-        return assignment[(id(node), side)]
+        return assignment[(names[id(node)], side)]
     if node.op == "const":
         return node.param
     if node.op == "at_j":
@@ -734,10 +740,7 @@ class RaspTransformer:
 
     def _attend(self, sublayer: Sublayer, x: torch.Tensor, n: int) -> torch.Tensor:
         W, device = sublayer.weights, x.device
-        mask = {"all": torch.ones(n, n, dtype=torch.bool, device=device),
-                "past": future_mask(n, strict=True, device=device),
-                "future": ~future_mask(n, device=device),
-                "causal": future_mask(n, device=device)}[sublayer.mask]
+        mask = _mask(sublayer.mask, n, device)
         if sublayer.attention == "softmax":
             return self_attention(x, W["W_Q"], W["W_K"], W["W_V"], mask, "softmax", 1.0)[0]
         if self.bos:
@@ -757,7 +760,13 @@ class RaspTransformer:
 
 
 class _TransformerCompiler:
-    """Writes the sublayers of one program with named entries, then makes the matrices."""
+    """Writes the sublayers of one program with named entries, then makes the matrices.
+
+    Every dimension that a line's sublayers write is declared before they are written, so that
+    it is there, holding 0, where no unit ever writes it: a line that is false everywhere
+    (``count(False)``, ``P & ~P``), or the score ``s[α]`` of an attention for query bits α
+    under which the score never holds. Weights are keyed by the names of dimensions, never by
+    nodes: ``Q("1")`` written twice is the one dimension ``Q_1``."""
 
     def __init__(self, program: Bool):
         self.names = _named(program)
@@ -767,36 +776,37 @@ class _TransformerCompiler:
         self.specs: list[tuple] = []
 
     def dim(self, name: str) -> str:
+        """Declares the residual dimension ``name`` (once) and returns it."""
         if name not in self.dims:
             self.dims.append(name)
         return name
 
-    def one_hot(self, leaves: list, prefix: str) -> tuple[dict, list[tuple[str, list[int]]]]:
+    def one_hot(self, leaves: list, prefix: str) -> tuple[dict, list[tuple[str, dict]]]:
         """Hidden units of an FFN, ``prefix[α]`` = [the leaves hold the bits α] for every α
         (1 at one α at each symbol, 0 at BOS): ReLU(1 - |α| + sum (2 α_k - 1) x_k). Returns
-        the units' entries of ``W1`` and ``(unit, α)`` for each."""
+        the units' entries of ``W1`` and, for each unit, ``(unit, {leaf: its bit in α})``."""
         W1, units = {}, []
         for alpha in range(2 ** len(leaves)):
             bits = [(alpha >> k) & 1 for k in range(len(leaves))]
             unit = f"{prefix}[{''.join(map(str, bits)) or '-'}]"
             W1[(unit, "string")] = 1 - sum(bits)
-            for (leaf, _), bit in zip(leaves, bits, strict=True):
-                W1[(unit, self.names[id(leaf)])] = 2 * bit - 1
-            units.append((unit, bits))
+            for (name, _), bit in zip(leaves, bits, strict=True):
+                W1[(unit, name)] = 2 * bit - 1
+            units.append((unit, {leaf: bool(bit) for leaf, bit in zip(leaves, bits,
+                                                                         strict=True)}))
         return W1, units
 
     def expression(self, node: Bool, name: str) -> None:
         """One FFN: the vector ``name`` = the sum of the minterms of ``node`` over its leaves
         (at most one holds)."""
+        line = self.dim(name)
         names = {k: v for k, v in self.names.items() if k != id(node)}
-        leaves = _leaves(node, names)
-        hidden, units = self.one_hot(leaves, f"{name}.minterm")
+        hidden, units = self.one_hot(_leaves(node, names), f"{name}.minterm")
         W1, W2 = {}, {}
         for unit, bits in units:
-            if _truth(node, names, {(id(leaf), side): bool(b)
-                                    for (leaf, side), b in zip(leaves, bits, strict=True)}):
+            if _truth(node, names, bits):
                 W1.update({key: v for key, v in hidden.items() if key[0] == unit})
-                W2[(self.dim(name), unit)] = 1
+                W2[(line, unit)] = 1
         self.specs.append(("ffn", name, {"W1": W1, "b1": {}, "W2": W2}))
 
     def attention(self, node: Bool, name: str) -> None:
@@ -808,66 +818,68 @@ class _TransformerCompiler:
         allowed. An FFN writes, for the α that holds, the value retrieved where its score is 1
         and the default elsewhere."""
         score, value, default = node.args
-        at_i = list(dict.fromkeys(leaf for a in node.args for leaf in _leaves(a, self.names)
-                                  if leaf[1] == "i"))
-        at_j = list(dict.fromkeys(leaf for a in (score, value)
-                                  for leaf in _leaves(a, self.names) if leaf[1] == "j"))
-
-        def holds(predicate, i_bits, j_bits=()):
-            pairs = [*zip(at_i, i_bits, strict=True),
-                     *zip(at_j[:len(j_bits)], j_bits, strict=True)]
-            return _truth(predicate, self.names,
-                          {(id(leaf), side): bool(b) for (leaf, side), b in pairs})
-
+        leaves = [leaf for a in node.args for leaf in _leaves(a, self.names)]
+        at_i = list(dict.fromkeys(leaf for leaf in leaves if leaf[1] == "i"))
+        at_j = list(dict.fromkeys(leaf for leaf in leaves if leaf[1] == "j"))
         W1, rows = self.one_hot(at_i, f"{name}.x")
         more, columns = self.one_hot(at_j, f"{name}.j")
         W1 |= more
-        W2 = {(self.dim(row), row): 1 for row, _ in rows}
-        for row, i_bits in rows:
-            alpha = row[len(name) + 2:]  # the bits α, as "[01]"
+        alphas = [row[len(name) + 2:] for row, _ in rows]  # the bits α, as "[01]"
+        for a in alphas:  # the line's dimensions, those that no unit writes included
+            for part in ("x", "s", "v", "got s", "got v"):
+                self.dim(f"{name}.{part}{a}")
+        line = self.dim(name)
+        W2 = {(row, row): 1 for row, _ in rows}
+        hits = set()  # the α for which the score and the value hold at some j
+        for (_, i_bits), a in zip(rows, alphas, strict=True):
             for column, j_bits in columns:
-                if holds(score, i_bits, j_bits):
-                    W2[(self.dim(f"{name}.s{alpha}"), column)] = 1
-                if holds(value, i_bits, j_bits):
-                    W2[(self.dim(f"{name}.v{alpha}"), column)] = 1
+                bits = i_bits | j_bits
+                scores, values = _truth(score, self.names, bits), _truth(value, self.names, bits)
+                if scores:
+                    W2[(f"{name}.s{a}", column)] = 1
+                if values:
+                    W2[(f"{name}.v{a}", column)] = 1
+                if scores and values:
+                    hits.add(a)
         self.specs.append(("ffn", f"{name}: x, s, v", {"W1": W1, "b1": {}, "W2": W2}))
-        alphas = [row[len(name) + 2:] for row, _ in rows]
         self.specs.append(("attention", f"{name}: attend", {
             "W_Q": {(f"{name}.x{a}", a): 1 for a in alphas},
-            "W_K": {(f"{name}.s{a}", a): 1 for a in alphas if f"{name}.s{a}" in self.dims},
-            "W_V": {(f"{name}.{kind}{a}", self.dim(f"{name}.got {kind}{a}")): 1
-                    for a in alphas for kind in "sv" if f"{name}.{kind}{a}" in self.dims}},
+            "W_K": {(f"{name}.s{a}", a): 1 for a in alphas},
+            "W_V": {(f"{name}.{part}{a}", f"{name}.got {part}{a}"): 1
+                    for a in alphas for part in "sv"}},
             {"mask": node.param, "attention": f"{node.op}_hard"}))
         W1, b1, W2 = {}, {}, {}
         for (row, i_bits), a in zip(rows, alphas, strict=True):
-            found, value_there = f"{name}.got s{a}", f"{name}.got v{a}"
-            if value_there in self.dims:  # x[α] AND the score and the value there
+            found = f"{name}.got s{a}"
+            if a in hits:  # x[α] AND the score and the value there
                 unit = f"x{a} & s & v"
-                W1 |= {(unit, row): 1, (unit, found): 1, (unit, value_there): 1}
+                W1 |= {(unit, row): 1, (unit, found): 1, (unit, f"{name}.got v{a}"): 1}
                 b1[unit] = -2
-                W2[(self.dim(name), unit)] = 1
-            if holds(default, i_bits):  # x[α] AND NOT the score there
+                W2[(line, unit)] = 1
+            if _truth(default, self.names, i_bits):  # x[α] AND NOT the score there
                 unit = f"x{a} & not s"
-                W1 |= {(unit, row): 1} | ({(unit, found): -1} if found in self.dims else {})
-                W2[(self.dim(name), unit)] = 1
+                W1 |= {(unit, row): 1, (unit, found): -1}
+                W2[(line, unit)] = 1
         self.specs.append(("ffn", name, {"W1": W1, "b1": b1, "W2": W2}))
 
     def comparison(self, node: Bool, name: str) -> None:
         """``L >= 0``: ``(L + 1/2) / (t + 1)`` by uniform causal attention (BOS included), its
-        sign by layer normalization, the bit by an FFN."""
+        sign by layer normalization, the bit by an FFN. A vector counted through two nodes of
+        one dimension (two ``Q("1")`` objects) gets the sum of their coefficients."""
         counted = node.param
-        mean = self.dim(f"{name}.mean")
-        W_V = {(self.names[id(v)], mean): c for v, c in counted.terms}
-        W_V[("bos", mean)] = counted.constant + 0.5
+        mean, sign, line = (self.dim(d) for d in (f"{name}.mean", f"{name}.sign", name))
+        W_V = {("bos", mean): counted.constant + 0.5}
+        for vector, c in counted.terms:
+            key = (self.names[id(vector)], mean)
+            W_V[key] = W_V.get(key, 0) + c
         self.specs.append(("attention", f"{name}: average",
                            {"W_Q": {}, "W_K": {}, "W_V": W_V},
                            {"mask": "causal", "attention": "softmax"}))
-        sign = self.dim(f"{name}.sign")
         self.specs.append(("norm", f"{name}: sign", {
             "W1": {("y", mean): 1, ("-y", mean): -1}, "W2": {(sign, "y"): 1}}))
         self.specs.append(("ffn", name, {
             "W1": {("bit", sign): 1, ("bit", "string"): 1}, "b1": {"bit": -1},
-            "W2": {(self.dim(name), "bit"): 1}}))
+            "W2": {(line, "bit"): 1}}))
 
     def compile(self, program: Bool, dtype) -> RaspTransformer:
         for node in nodes(program):
@@ -919,7 +931,14 @@ def to_transformer(program, dtype=torch.float64) -> RaspTransformer:
     with causal masking, uniform over the BOS position and the string up to ``i`` (the
     average ``(L + 1/2) / (t + 1)`` of the count ``L`` at the ``t``-th symbol), a layer
     normalization at ``eps = 0`` (its sign) and an FFN (the bit). B-RASP needs no position
-    encoding and no BOS ([yang2024masked]); counts need the BOS, as in [yang2024counting]."""
+    encoding and no BOS ([yang2024masked]); counts need the BOS, as in [yang2024counting].
+
+    Every line's dimensions are declared before any sublayer writes them (a line false
+    everywhere holds 0 in its own), and weights are keyed by the names of dimensions (a symbol
+    test written as several ``Q`` objects is one dimension, and a count of it sums their
+    coefficients). The transformer takes strings of any length ``m >= 1``: no weight depends
+    on it and nothing caps it, but each attention sublayer holds ``[B, n, n]`` scores, so
+    memory grows as ``B n**2``."""
     program = _program(program)
     return _TransformerCompiler(program).compile(program, check_dtype(dtype))
 

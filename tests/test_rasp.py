@@ -128,6 +128,82 @@ def test_leftmost_and_rightmost_follow_the_definition():
                     assert bool(got[b, i]) == expected, (mask, direction.__name__, s, i)
 
 
+def _previous(vector):
+    return rightmost("past", True, at_j(vector), False)
+
+
+def _following(vector):
+    return leftmost("future", True, at_j(vector), False)
+
+
+def _one_vector():  # a vector that is one node, read twice below
+    return Q("1") & _previous(Q("0"))
+
+
+# Programs the compilers once got wrong (review of 2026-12-01, Findings 2.2 and 2.3), each with
+# its language on a Python str: one symbol test through two Q objects (a silently wrong
+# transformer), and lines whose dimensions no unit wrote (a KeyError).
+ONCE_WRONG = {
+    "#1 >= 2 #0, a sum": (count(Q("1")) >= count(Q("0")) + count(Q("0")),
+                          lambda s: s.count("1") >= 2 * s.count("0")),
+    "a 1 next to a 0": ((Q("1") & _previous(Q("0"))) | (Q("1") & _following(Q("0"))),
+                        lambda s: s.endswith("01")),
+    "Q_1 or not Q_1": (Q("1") | ~Q("1"), lambda s: True),
+    "a score that reads i": (
+        rightmost("past", Q("1") & at_j(Q("0")), at_j(_previous(Q("1"))), False),
+        lambda s: s[-1] == "1" and "0" in s[:-1] and s.rindex("0", 0, len(s) - 1) > 0
+        and s[s.rindex("0", 0, len(s) - 1) - 1] == "1"),
+    "count(False)": (count(False) < count(Q("1")), lambda s: "1" in s),
+    "value and default false": (~leftmost("all", at_j(Q("1")), False, False), lambda s: True),
+    "P and not P": ((lambda p: p & ~p)(_one_vector()), lambda s: False),
+    "a constant": (True, lambda s: True),
+}
+
+
+@pytest.mark.parametrize("name", ONCE_WRONG)
+def test_programs_once_compiled_wrong_are_right_three_ways(name):
+    program, language = ONCE_WRONG[name]
+    transformer = to_transformer(program)
+    for m in range(1, 9):
+        w = all_strings(m)
+        expected = torch.tensor([language(s) for s in _strings(w)])
+        assert torch.equal(run(program, w), expected), (name, m)
+        assert torch.equal(transformer.accepts(w), expected), (name, m)
+        assert torch.equal(to_circuit(program, m).evaluate(w), expected), (name, m)
+
+
+def test_a_constant_program_runs():
+    assert run(True, "01") is True and run(False, "1") is False
+    assert torch.equal(run(True, all_strings(2)), torch.ones(4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("mask", ["all", "past", "future"])
+@pytest.mark.parametrize("direction", [leftmost, rightmost], ids=["leftmost", "rightmost"])
+def test_both_compilers_follow_leftmost_and_rightmost(mask, direction):
+    """The program of test_leftmost_and_rightmost_follow_the_definition, whose score reads a
+    vector at i: its transformer holds its values at every position of every string of length
+    7, in its dimension Y, and its circuit gives its verdicts."""
+    one, zero = Q("1"), Q("0")
+    program = direction(mask, at_j(one) & ~one, at_j(zero) | one, zero)
+    w = all_strings(7)
+    transformer = to_transformer(program)
+    stream = transformer.forward(w)[..., transformer.layout["Y"]]
+    assert torch.equal(stream, evaluate(program, w).double())
+    assert torch.equal(to_circuit(program, 7).evaluate(w), run(program, w))
+
+
+@pytest.mark.slow  # two strings of 8193 symbols: [1, n, n] attention scores, about 2 GB
+def test_a_compiled_transformer_takes_more_than_8192_positions():
+    """No cap on the length (attention.future_mask's 8192 is not used): unique-hard attention
+    over all positions, and the causal average of a count (with BOS, n = 8194)."""
+    generator = torch.Generator().manual_seed(3)
+    w = torch.cat([torch.ones(1, 4097), torch.zeros(1, 4096)], dim=1).long()
+    w = w[:, torch.randperm(8193, generator=generator)]
+    for name, expected in (("first", bool(w[0, 0])), ("majority", True)):
+        model = to_transformer(EXAMPLES[name], dtype=torch.float32)
+        assert model.accepts(w).tolist() == [expected], name
+
+
 def test_counts_and_their_arithmetic():
     w = all_strings(6)
     ones, zeros = evaluate(count(Q("1")), w), evaluate(count(Q("0")), w)

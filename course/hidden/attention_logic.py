@@ -4,19 +4,39 @@
 A program is judged in the grader's process: the submission sends it as plain data
 (:func:`companion.rasp.to_data`), the grader builds it again (:func:`companion.rasp.from_data`)
 and runs it on strings the submission never sees, every string of a short length or mixed and
-near-threshold strings of a long one. The depth exercise's function is asked about random
-programs that the test writes out, and its answers are compared with the instructor's."""
+near-threshold strings of a long one; on the same strings, the program's transformer
+(:func:`companion.rasp.to_transformer`) and its circuit (:func:`companion.rasp.to_circuit`)
+must give the verdicts that running it gives. The depth exercise's function is asked about
+random programs that the test writes out, and its answers are compared with the instructor's."""
 
 import random
+import re
 
 import torch
 
 from companion.languages import all_strings, mixed_strings
-from companion.rasp import from_data, is_b_rasp, nodes, run
+from companion.rasp import (
+    Count,
+    from_data,
+    is_b_rasp,
+    listing,
+    nodes,
+    run,
+    to_circuit,
+    to_transformer,
+)
 from course.hidden import HiddenTest, close
 from course.variants import Variant
 
 EXACT = close(rtol=0, atol=0)
+# The largest program the judge compiles: lines of its listing; named vectors that one line reads
+# (its FFN has a unit for each of their 2**k values), and that one attention line reads at i
+# (5 dimensions of the residual stream for each of their 2**k values, each attention a [d, d]
+# matrix); and the sum of the absolute coefficients of one comparison (its MAJORITY gate reads
+# each bit that many times). Within them, the largest programs are judged in under half a
+# minute; the answers of the book and of its variants have at most 3 lines, each reading at
+# most 2 vectors, none at i, and weights up to 5.
+MAX_LINES, MAX_READS, MAX_READS_AT_I, MAX_WEIGHT = 16, 6, 2, 16
 AS_DATA = "from companion.rasp import to_data as _hidden_to_data"
 SOURCES = ("from companion.rasp import Q as _Q, at_j as _at_j, leftmost as _leftmost, "
            "rightmost as _rightmost")
@@ -30,22 +50,66 @@ def _rebuilt(data):
         return None, f"not a program ({error})"
 
 
+def _too_large(program) -> str:
+    """Why the judge will not compile ``program``, or "": read from its listing, where a line
+    names what it reads as ``P3(j)`` or ``Q_1(i)``, and from its counts."""
+    lines = listing(program).splitlines()
+    if len(lines) > MAX_LINES:
+        return f"its listing has {len(lines)} lines, more than the {MAX_LINES} the judge compiles"
+    for line in lines:
+        name, body = line.split("(i) := ", 1)
+        reads = set(re.findall(r"(Q_[01]|P\d+)\(([ij])\)", body))
+        at_i = sum(side == "i" for _, side in reads)
+        if len(reads) > MAX_READS:
+            return (f"its line {name} reads {len(reads)} named vectors, more than the "
+                    f"{MAX_READS} the judge compiles")
+        if body[0] in "◀▶" and at_i > MAX_READS_AT_I:
+            return (f"its attention line {name} reads {at_i} named vectors at i, more than the "
+                    f"{MAX_READS_AT_I} the judge compiles")
+    weight = max((sum(abs(c) for _, c in node.terms) for node in nodes(program)
+                  if isinstance(node, Count)), default=0)
+    if weight > MAX_WEIGHT:
+        return (f"it compares counts whose coefficients add up to {weight}, more than the "
+                f"{MAX_WEIGHT} the judge compiles")
+    return ""
+
+
+def _compiled(program, w, verdicts) -> str:
+    """Which of the program's transformer and circuit disagrees with ``verdicts``, ``run``'s
+    on ``w``, or "": a fault of companion.rasp's compilers, not of the program."""
+    ways = {"its transformer (to_transformer)": lambda: to_transformer(program).accepts(w),
+            "its circuit (to_circuit)": lambda: to_circuit(program, w.shape[1]).evaluate(w)}
+    for way, decide in ways.items():
+        try:
+            if torch.equal(decide(), verdicts):
+                continue
+            what = "gives other verdicts"
+        except Exception as error:  # noqa: BLE001 - reported as a wrong verdict is
+            what = f"raises {type(error).__name__}"
+        return (f"its verdicts are right, but {way} {what} on some string of length "
+                f"{w.shape[1]}: a fault of companion.rasp's compilers, not of the program; "
+                "tell your instructor")
+    return ""
+
+
 def _judge(m, seed, decide, allowed):
     """A judge: the program (ignoring the instructor's) passes ``allowed(program)`` (a reason
-    it is not allowed, or "") and agrees with ``decide(w)`` on every string of length ``m``
-    (``m <= 10``) or on ``strings(m, seed)``; its message never shows a string."""
+    it is not allowed, or "") and :func:`_too_large`, agrees with ``decide(w)`` on every
+    string of length ``m`` (``m <= 10``) or on ``strings(m, seed)``, and its transformer and
+    its circuit agree with it there (:func:`_compiled`); its message never shows a string."""
     def judge(got, expected) -> str:
         program, why = _rebuilt(got)
-        if why or (why := allowed(program)):
+        if why or (why := allowed(program)) or (why := _too_large(program)):
             return why
         if m <= 10:
             w = all_strings(m)
         else:
             generator = torch.Generator().manual_seed(seed)
             w = torch.cat([mixed_strings(m, generator), _near_threshold(m, generator)])
-        if not torch.equal(run(program, w), decide(w)):
+        verdicts = run(program, w)
+        if not torch.equal(verdicts, decide(w)):
             return f"it gives the wrong answer on some string of length {m}"
-        return ""
+        return _compiled(program, w, verdicts)
     return judge
 
 
@@ -167,7 +231,7 @@ DEPTH_RULES = {
             "longer add a level.",
         NO_10:
             "For\n`no_10` the bound is 5, the depth of its circuits without their NOTs from $m "
-            "= 4$ on; folded\nconstants make some circuits shallower than their bound (FIRST's "
+            "= 3$ on; folded\nconstants make some circuits shallower than their bound (FIRST's "
             "circuit is a wire, of depth 0,\nagainst a bound of 2).",
         '0 if node.param == "1" else 1': "0",
         'elif node.op == "at_j":': 'elif node.op in ("at_j", "not"):',
