@@ -532,13 +532,14 @@ def decode(decoder: Decoder, w, record: bool = False, max_steps: int | None = No
 
     For a Turing machine's decoder (:func:`compile_tm`) it returns the moves written,
     ``LongTensor[B, t, 3]`` (state, symbol written, move), and the verdict, ``True`` where
-    the machine accepts within ``max_steps`` steps. A run *ends* when it reaches a halting
-    state or a missing transition, after which the decoder writes ``(q, a, 0)`` for ever, or
-    when it writes the same staying move twice (a loop at cell 0, which never halts, and is
-    rejected). Decoding stops when every run has ended or after ``max_steps`` moves; with
-    ``None``, a run that has not ended within the decoder's ``max_positions`` raises
-    ``ValueError``. ``t`` is the number of steps decoded; a run that ended earlier repeats
-    ``(q, a, 0)``.
+    the machine accepts within ``max_steps`` steps. After a halting state or a missing
+    transition the decoder writes ``(q, a, 0)`` for ever. A run *ends* at a halting state, or
+    when it writes the same staying move twice: after a missing transition (so a run needs
+    ``m`` positions plus the moves :func:`run_tm` counts if it halts, and two more if it gets
+    stuck), or on a loop at cell 0, which never halts, and is rejected. Decoding stops when
+    every run has ended or after ``max_steps`` moves; with ``None``, a run that has not ended
+    within the decoder's ``max_positions`` raises ``ValueError``. ``t`` is the number of steps
+    decoded; a run that ended earlier repeats ``(q, a, 0)``.
 
     It computes on :func:`companion.runtime.threads` CPU threads (one, unless
     ``COMPANION_THREADS`` says otherwise: each step is a few small operations, which a second

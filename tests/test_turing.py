@@ -2,6 +2,7 @@
 here, on every string up to a length and on long random ones, for machines whose languages
 are not regular; and bad input."""
 
+import contextlib
 import itertools
 import math
 import random
@@ -171,6 +172,24 @@ def test_a_loop_at_cell_0_ends_the_run_and_rejects():
     assert accepts.tolist() == [False] and torch.equal(moves, written[:, :moves.shape[1]])
     with pytest.raises(ValueError, match="did not end within"):
         run_tm({(0, 0): (0, 0, 1), (0, BLANK): (0, BLANK, 1)}, 0, [1], [], "0")
+
+
+@pytest.mark.parametrize("m", [1, 5, 9])
+def test_a_stuck_run_needs_two_positions_more_than_a_halting_one(m):
+    """decode's docstring (a review's finding): m positions plus run_tm's moves for a run that
+    halts; a missing transition shows only when the staying move repeats, so two more."""
+    halts = {(0, 0): (0, 0, 1), (0, BLANK): (1, BLANK, 1)}  # right over the 0s, then accept
+    stuck = {(0, 0): (0, 0, 1)}  # right over the 0s, then nothing to do on the blank
+    w = torch.zeros(1, m, dtype=torch.long)
+
+    def fewest_positions(transitions):
+        for N in range(2, 4 * m + 8):
+            with contextlib.suppress(ValueError):
+                decode(compile_tm(transitions, 0, [1], [], max_positions=N), w)
+                return N
+    for transitions, more in ((halts, 0), (stuck, 2)):
+        moves, _ = run_tm(transitions, 0, [1], [], w)
+        assert fewest_positions(transitions) == m + moves.shape[1] + more
 
 
 def test_the_cache_keeps_only_the_rows_the_machine_reads():
