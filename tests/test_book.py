@@ -18,12 +18,12 @@ import nbformat
 import pytest
 import yaml
 from apidoc import cite_keys  # tools/, on pytest's pythonpath
-from bibstyle import author_year_label
+from bibstyle import author_year_label, disambiguate_years
 from book_config import write_config
 from downloads import CHAPTERS, lab_notebook, wheel_name
 from executed import into_cache
 from latexbook import OutputTables, bookmark_text
-from pybtex.database import parse_file
+from pybtex.database import parse_file, parse_string
 from toc import toc_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -661,11 +661,26 @@ def test_one_author_year_citation_style():
         text = page.read_text()
         assert "{footcite" not in text and "{cite}`" not in text, f"{page.name}: cite:t or cite:p"
     entries = parse_file(ROOT / "book" / "references.bib").entries
+    disambiguate_years(entries)
     labels = [author_year_label(entry) for entry in entries.values()]
     assert len(set(labels)) == len(labels), "two works would share a citation label"
     assert author_year_label(entries["hahn2020theoretical"]) == "Hahn, 2020"
     assert author_year_label(entries["chiang2022overcoming"]) == "Chiang and Cholak, 2022"
     assert author_year_label(entries["deletang2023chomsky"]) == "Delétang et al., 2023"
+
+
+def test_works_of_the_same_authors_and_year_get_suffixes_in_title_order():
+    entries = parse_string("""
+        @misc{b, author = {Merrill, William and Sabharwal, Ashish}, title = {{B}eta}, year = {2025}}
+        @misc{a, author = {Merrill, William and Sabharwal, Ashish}, title = {Alpha}, year = {2025}}
+        @misc{c, author = {Merrill, William}, title = {Gamma}, year = {2025}}
+        @misc{d, author = {Merrill, William and Sabharwal, Ashish}, title = {Delta}, year = {2024}}
+    """, "bibtex").entries
+    for _ in range(2):  # a second pass (a cached bibliography) changes nothing
+        disambiguate_years(entries)
+        assert [entries[key].fields["year"] for key in "abcd"] == [
+            "2025a", "2025b", "2025", "2024"]
+    assert author_year_label(entries["b"]) == "Merrill and Sabharwal, 2025b"
 
 
 def test_the_api_appendix_documents_every_public_module():

@@ -1,4 +1,4 @@
-"""A link whose text gives a number ("{prf:ref}`Proposition 7.1 <prop-sharpen>`",
+"""A link whose text gives a number ("{prf:ref}`Proposition 7.2 <prop-sharpen>`",
 "{ref}`Fig. 11.2 <fig-recall-losses>`") gives the number the HTML and the PDF print for its
 target (``course.numbers``), so that a chapter never calls a box or a figure by a paper's
 number or by the number it had before a chapter moved."""
@@ -49,9 +49,9 @@ def test_a_numbered_link_gives_its_targets_number(page):
 
 
 def test_the_rule_catches_a_papers_number():
-    """The review's case: "as in the proof of Proposition 2" linked to Proposition 7.1."""
-    assert NUMBERS["prop-sharpen"] == "Proposition 7.1"
-    assert problems("{prf:ref}`Proposition 7.1 <prop-sharpen>`", NUMBERS) == []
+    """The review's case: "as in the proof of Proposition 2" linked to Proposition 7.2."""
+    assert NUMBERS["prop-sharpen"] == "Proposition 7.2"
+    assert problems("{prf:ref}`Proposition 7.2 <prop-sharpen>`", NUMBERS) == []
     assert problems("{prf:ref}`Proposition 6.1 <prop-sharpen>`", NUMBERS)
     assert problems("{ref}`Figure 9.9 <fig-figure4>`", NUMBERS)
     assert problems("{ref}`Fig. 9.1 <fig-figure4>`", NUMBERS) == []

@@ -9,11 +9,15 @@ Loaded by ``_config.yml`` (``sphinx.local_extensions``). It registers two styles
   title, each labelled with the same author-year text as its citations
   ("Chiang and Cholak, 2022"; three or more authors give "Strobl et al., 2024").
 
-Two works with the same label would be ambiguous; sphinxcontrib-bibtex warns about
-a duplicate label, and the book builds with warnings as errors.
+Two works by the same authors in the same year get the year suffixes a, b, ... in the
+order of their titles ("Merrill and Sabharwal, 2023a"), in the citations and the
+bibliography alike: ``disambiguate_years`` adds them to the parsed entries when the
+builder starts, after sphinxcontrib-bibtex has read ``references.bib``.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass, field
+from string import ascii_lowercase
 
 import pybtex.plugin
 import sphinxcontrib.bibtex.plugin
@@ -56,6 +60,31 @@ def author_year_label(entry) -> str:
     return f"{authors}, {entry.fields['year']}"
 
 
+def disambiguate_years(entries) -> None:
+    """Append a, b, ... to the year of works that would share an author-year label.
+
+    ``entries`` maps keys to pybtex entries; their ``year`` fields are changed in place,
+    the suffixes following the order of the titles. Calling it again gives the same years.
+    """
+    same_label = defaultdict(list)
+    for entry in entries.values():
+        entry.fields["year"] = entry.fields["year"].rstrip(ascii_lowercase)
+        same_label[author_year_label(entry)].append(entry)
+    for group in same_label.values():
+        if len(group) > 1:
+            ordered = sorted(group, key=_title_key)
+            for index, entry in enumerate(ordered):
+                entry.fields["year"] += ascii_lowercase[index]
+
+
+def _title_key(entry) -> str:
+    return entry.fields["title"].replace("{", "").replace("}", "").lower()
+
+
+def _disambiguate_book_years(app) -> None:
+    disambiguate_years(app.env.get_domain("cite").bibdata.data.entries)
+
+
 class AuthorYearLabelStyle(BaseLabelStyle):
     """Bibliography labels that read like the in-text citations."""
 
@@ -80,5 +109,8 @@ sphinxcontrib.bibtex.plugin.register_plugin(
 
 
 def setup(app):
-    """Sphinx entry point: the styles are registered on import."""
+    """Sphinx entry point: the styles are registered on import; the year suffixes are added
+    once sphinxcontrib-bibtex has read the bibliography (its handler has the default
+    priority, 500)."""
+    app.connect("builder-inited", _disambiguate_book_years, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,12 +3,17 @@
 myst-nb writes each notebook it builds into ``jupyter_execute``, but with its outputs only
 when the build executed it: a notebook whose outputs came from the cache is written there as
 read, without them. The cache itself (Jupyter Cache, ``_build/.jupyter_cache``) holds the
-outputs of every notebook it executed, matched by the notebook's code.
+outputs of every notebook it executed, matched by the notebook's code, and how long each ran
+(its record's ``data["execution_seconds"]``, which *Execution statistics* shows).
 """
 
 from pathlib import Path
 
 import nbformat
+
+# Where a notebook that ``nbval_outputs`` wrote carries how long it ran (seconds), and where a
+# Jupyter Cache record carries it for myst-nb's execution table (as myst-nb itself writes it).
+SECONDS = "execution_seconds"
 
 
 def from_cache(cache: Path, source: Path):
@@ -27,13 +32,17 @@ def from_cache(cache: Path, source: Path):
 
 def into_cache(folder: Path, cache: Path) -> list[str]:
     """Store every executed notebook in ``folder`` (``*.ipynb``, as ``nbval_outputs`` writes
-    them) in the Jupyter Cache folder ``cache``, where a build finds each by its code, and
-    return their file names. A build of a notebook whose code has changed since finds none."""
+    them) in the Jupyter Cache folder ``cache``, where a build finds each by its code, with the
+    time it ran (its metadata's :data:`SECONDS`) as its record's, and return their file names.
+    A build of a notebook whose code has changed since finds none."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
     stored, jupyter_cache = [], get_cache(cache)
     for path in sorted(Path(folder).glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        seconds = notebook.metadata.pop(SECONDS, None)
+        data = {} if seconds is None else {SECONDS: seconds}
         jupyter_cache.cache_notebook_bundle(
-            CacheBundleIn(nbformat.read(path, as_version=4), str(path)), check_validity=False)
+            CacheBundleIn(notebook, str(path), data=data), check_validity=False)
         stored.append(path.name)
     return stored
