@@ -128,6 +128,19 @@ def test_checks_are_folded_and_the_lesson_runs_without_them(notebook):
             bound_by_check -= _names(tree, ast.Store)
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_an_exercises_check_prints_nothing_into_the_book(notebook):
+    """The check after an exercise runs the model answer, which the student edition leaves out:
+    its output ("PASSED", or the very numbers the exercise asks for) would stand under the
+    statement as if the exercise were solved, so the book drops it (``remove-output``); a
+    student who runs the check in JupyterLab sees it."""
+    for cell in cells(notebook):
+        tags = cell["metadata"].get("tags", [])
+        if "exercise" in cell["metadata"] and "check" in tags:
+            first = "".join(cell["source"]).splitlines()[0]
+            assert "remove-output" in tags, f"{notebook.name}: the check starting {first!r}"
+
+
 def title(page: str) -> str:
     """The title (first heading) of the book's page ``page`` (a path without suffix)."""
     [path] = [p for p in (ROOT / f"{page}.ipynb", ROOT / f"{page}.md") if p.exists()]
