@@ -520,12 +520,14 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
 def test_the_pdf_is_a_book(built_book, tmp_path):
     """The PDF (Jupyter Book's LaTeX route): a title page, the parts and chapters of the table
     of contents in its outline (the bookmarks), every chapter under its part, no page whose
-    text or images run past the margin, no page left half empty mid-chapter, every DataFrame
+    text or images run past the margin or below the running foot (a figure's caption pushed
+    off its page, a listing through the page number), no page left half empty mid-chapter,
+    every DataFrame
     set as a table, a heading's math spelled in its bookmark, and no
     solution or appendix for instructors printed (the PDF is the students' edition). A few
     pages are rendered under _build/pdf-pages/ to be looked at."""
     import pypdfium2
-    from pdf import blank_pages, outline, past_the_margin, render_pages
+    from pdf import below_the_foot, blank_pages, outline, past_the_margin, render_pages
 
     returncode, log, html = built_book
     assert returncode == 0, log
@@ -547,6 +549,7 @@ def test_the_pdf_is_a_book(built_book, tmp_path):
     pages = [page for _, _, page in marks]
     assert pages == sorted(pages) and pages[0] > 1, "the title page and contents come first"
     assert past_the_margin(pdf) == []
+    assert below_the_foot(pdf) == []
     assert blank_pages(pdf) == [], "floats placed so that no page mid-chapter is half empty"
     # every DataFrame the HTML shows, on the pages the PDF prints, is a table in the PDF
     frames = sum((html / f"{page}.html").read_text().count('class="dataframe')
@@ -785,3 +788,27 @@ def test_relative_references_point_where_they_say():
                     wrong.append(f"{path.name}: 'the {which} chapter' without a link to "
                                  f"{neighbour}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_pdf_check_finds_text_below_the_running_foot(tmp_path):
+    """``pdf.below_the_foot`` on a PDF made here: five pages with a page number at one height,
+    and on page 4 a line under it (a caption pushed off its page), which it alone reports."""
+    import matplotlib
+    from matplotlib.backends.backend_pdf import PdfPages
+    from pdf import below_the_foot
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = tmp_path / "pages.pdf"
+    with PdfPages(path) as pages:
+        for number in range(1, 6):
+            figure = plt.figure(figsize=(4, 6))
+            figure.text(0.1, 0.8, f"the text of page {number}")
+            figure.text(0.5, 0.05, str(number))  # the running foot
+            if number == 4:
+                figure.text(0.1, 0.01, "a caption pushed off its page")
+            pages.savefig(figure)
+            plt.close(figure)
+    [found] = below_the_foot(path)
+    assert found.startswith("page 4:") and "caption pushed off" in found

@@ -1,6 +1,7 @@
 """Look at the book's PDF as a reader would: its outline (the bookmarks a PDF viewer shows),
-the pages whose text or images run past the right margin, the pages left half empty in the
-middle of a chapter, and a few pages rendered to PNG.
+the pages whose text or images run past the right margin, the pages with text below their
+running foot, the pages left half empty in the middle of a chapter, and a few pages rendered
+to PNG.
 
 The PDF itself is made by Jupyter Book's LaTeX route (``jupyter-book build --builder
 pdflatex``, with ``tools/latexbook.py``); ``make book`` builds it and ``make pdf`` prints this
@@ -58,6 +59,24 @@ def past_the_margin(pdf: Path) -> list[str]:
             if max(edge, image) > block + MARGIN_TOLERANCE]
 
 
+def below_the_foot(pdf: Path) -> list[str]:
+    """Every page with text lower than its running foot (a caption or a listing that ran off
+    the page, whose lines lie on or under the page number): the page number, how far, and the
+    text there. The foot is the height at which most pages' lowest character sits."""
+    document = pypdfium2.PdfDocument(str(pdf))
+    lowest = []
+    for index in range(len(document)):
+        text = document[index].get_textpage()
+        chars = [(text.get_charbox(char)[1], char) for char in range(text.count_chars())
+                 if text.get_text_range(char, 1).strip()]
+        bottom, char = min(chars, default=(float("inf"), 0))
+        lowest.append((bottom, text.get_text_range(max(0, char - 40), 45) if chars else ""))
+    foot = Counter(round(bottom) for bottom, _ in lowest).most_common(1)[0][0]
+    return [f"page {number}: text {foot - bottom:.1f} pt below the foot: ...{where}"
+            for number, (bottom, where) in enumerate(lowest, start=1)
+            if bottom < foot - MARGIN_TOLERANCE]
+
+
 def _boxes(page) -> list[tuple[float, float]]:
     """The bottom and top (in points from the page's foot) of every character and every
     drawing or image on ``page``."""
@@ -111,6 +130,6 @@ if __name__ == "__main__":
     print(f"{pdf}: {len(pypdfium2.PdfDocument(str(pdf)))} pages; its outline:")
     for level, title, page in outline(pdf, depth=2):
         print(f"{'  ' * level}{title} (page {page})")
-    for problem in past_the_margin(pdf) + blank_pages(pdf):
+    for problem in past_the_margin(pdf) + below_the_foot(pdf) + blank_pages(pdf):
         print(problem)
     print("rendered:", *render_pages(pdf, pngs))
