@@ -19,43 +19,35 @@ prefix), which also serves as the start token.
   predicts the parity of ``w`` at the position of ``w_m`` (position ``2m - 1``) only. It has
   the scratchpad's input format and the answer-only supervision, so it separates the two.
 
-The model (:class:`Decoder`, plain PyTorch modules): a learned embedding of the 4 tokens,
-pre-norm ``nn.TransformerEncoderLayer`` s with a causal mask, a final layer norm and a linear
-output of 2 logits (parity 0 or 1) at every position. It has no position embedding: each head
-``h`` adds the bias ``-slope_h (i - i')`` to the score of query ``i`` for key ``i' <= i``
-(ALiBi, with slopes ``2^-h``, ``h = 0, 1, ...``: attention prefers recent positions, and
-nothing depends on the absolute position), so a model can run on strings longer than any it
-was trained on.
+The model is the book's one small transformer (:mod:`companion.model`), shaped by
+:func:`config`: a learned embedding of the 4 tokens, pre-norm layers with a causal mask, a
+final layer norm and a linear output of 2 logits (parity 0 or 1) at every position. It has no
+position vector: each head ``h`` adds the bias ``-2^-h (i - i')`` to the score of query ``i``
+for key ``i' <= i`` (ALiBi with steep slopes: attention prefers recent positions, and no input
+gives the absolute position), so a model can run on strings longer than any it was trained on.
 
-:func:`train` trains one model per seed and condition, all as one computation: the parameters
-are stacked (:func:`companion.training.stack_modules`), the forward pass of one model
-(:func:`decoder_logits`) is vectorized with ``torch.func.vmap``, and one Adam updates the
-stack (the same as one Adam per model). The two models of a seed start from the same weights
-and read the same strings. At test time the scratchpad models decode greedily from their own
-written parities (:func:`decode`), the answer-only models read their answer in one pass.
+:func:`train` trains one model per seed and condition, all as one computation
+(:func:`companion.model.train`: stacked parameters, one vectorized forward pass, one Adam).
+The models of a seed start from the same weights and read the same strings. At test time the
+scratchpad models decode greedily from their own written parities (:func:`decode`), the
+answer-only and filler models read their answer in one pass.
 """
 
-import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
-from torch import nn
-from tqdm import tqdm
 
-from companion import runtime
+from companion import model, runtime
 from companion._checks import (
     check_device,
-    check_dtype,
     check_int,
     check_keys,
     check_layers,
     check_number,
 )
-from companion.attention import MAX_POSITIONS
 from companion.languages import as_strings, random_strings
 from companion.length_generalization import Benchmark, bootstrap_difference
-from companion.training import LAYER_PARAMETERS, stack_modules
+from companion.model import IGNORE, Config
 
 STATE = 2
 """The token of the written parity ``p`` is ``STATE + p``; every sequence starts with ``STATE``."""
@@ -63,11 +55,7 @@ VOCAB = 4
 """The number of token ids: the bits 0 and 1, and the written parities ``STATE``, ``STATE + 1``."""
 CONDITIONS = ("answer only", "filler", "scratchpad")
 """The conditions, in the order of the models of a seed and of ``accuracy[:, condition]``."""
-IGNORE = -100
-"""The target of a position that is not scored (``F.cross_entropy``'s ``ignore_index``)."""
 SCORE_BUDGET = 2**26  # attention scores, or cached keys and values, held at once in tests
-MAX_BIAS = 2**28
-"""The most entries ``heads * n * n`` of one :func:`alibi_bias` (1 GiB in float32)."""
 
 
 def running_parities(w) -> torch.Tensor:
@@ -127,144 +115,23 @@ def targets(w, condition: str) -> tuple[torch.Tensor, torch.Tensor]:
     return tokens, target
 
 
-def alibi_bias(n: int, heads: int, dtype=torch.float32, device=None) -> torch.Tensor:
-    """The attention bias ``[heads, n, n]`` in the floating-point ``dtype``: ``-2^-h (i - i')``
-    for a key ``i' <= i`` of the query ``i`` in head ``h``, and ``-inf`` for a later key (the
-    causal mask). ``n`` is at most 8192 (``attention.MAX_POSITIONS``) and ``heads * n * n`` at
-    most :data:`MAX_BIAS`."""
-    n = check_int(n, "n", minimum=1, maximum=MAX_POSITIONS)
-    heads = check_int(heads, "heads", minimum=1)
-    if heads * n * n > MAX_BIAS:
-        raise ValueError(f"heads * n * n must be at most {MAX_BIAS} (the bias's entries), got "
-                         f"heads = {heads} and n = {n}")
-    dtype, device = check_dtype(dtype), check_device(device)
-    i = torch.arange(n, device=device)
-    distance = (i[:, None] - i[None, :]).to(dtype)
-    slopes = 2.0 ** -torch.arange(heads, dtype=dtype, device=device)
-    bias = -slopes[:, None, None] * distance
-    return bias.masked_fill(distance < 0, -math.inf)
+def config(d: int = 32, heads: int = 4, layers: int = 2) -> Config:
+    """The shape of the chapter's model (:class:`companion.model.Config`): the :data:`VOCAB`
+    tokens, two logits (the next written parity), width ``d`` over ``heads``, ``layers``
+    pre-norm layers, causal attention with ALiBi's steep slopes and no position vector."""
+    return Config(vocab=VOCAB, outputs=2, d=d, heads=heads, layers=layers, positions="alibi")
 
 
-class Decoder(nn.Module):
-    """One model in plain PyTorch: ``forward(tokens)``, tokens
-    ``LongTensor[B, n]`` (ids ``0..3``), gives the logits ``[B, n, 2]`` of
-    the next written parity at every position, each depending only on the
-    tokens up to it. Pre-norm layers, ReLU, no dropout, layer norm eps
-    ``1e-5``; :func:`decoder_logits` computes the same from the parameters
-    by name."""
-
-    def __init__(self, d: int = 32, heads: int = 4, layers: int = 2):
-        super().__init__()
-        d = check_int(d, "d", minimum=1)
-        self.heads = check_int(heads, "heads", minimum=1)
-        check_int(layers, "layers", minimum=1)
-        if d % heads:
-            raise ValueError(f"d must be a multiple of heads, "
-                             f"got d = {d} and heads = {heads}")
-        self.embedding = nn.Embedding(VOCAB, d)  # 0, 1, and STATE + p
-        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(
-            d, heads, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
-            for _ in range(layers))
-        self.norm = nn.LayerNorm(d)
-        self.output = nn.Linear(d, 2)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The logits ``[B, n, 2]`` of ``tokens: LongTensor[B, n]``."""
-        _check_tokens(tokens)
-        x = self.embedding(tokens)
-        # the causal mask with ALiBi's biases, [B * heads, n, n]
-        bias = alibi_bias(tokens.shape[1], self.heads, x.dtype, x.device)
-        mask = bias.repeat(tokens.shape[0], 1, 1)
-        for layer in self.layers:
-            x = layer(x, src_mask=mask)
-        return self.output(self.norm(x))
-
-
-def _check_tokens(tokens) -> None:
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-        got = (f"dtype {tokens.dtype} and shape {list(tokens.shape)}"
-               if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
-        raise TypeError(f"tokens must be a LongTensor[B, n], got {got}")
-    if tokens.shape[1] < 1:
-        raise ValueError("tokens must hold at least one position")
-    # under torch.func.vmap the ids cannot be read (no data-dependent branch there)
-    if not torch._C._functorch.is_batchedtensor(tokens) and bool(
-            ((tokens < 0) | (tokens >= VOCAB)).any()):
-        raise ValueError(f"tokens must hold the ids 0..{VOCAB - 1}")
-
-
-def parameter_names(layers: int) -> list:
-    """The names of a :class:`Decoder`'s parameters with ``layers`` layers."""
-    layers = check_int(layers, "layers", minimum=1)
-    return ["embedding.weight", "norm.weight", "norm.bias", "output.weight", "output.bias"] + [
-        f"layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS]
-
-
-def _check_model(p, name: str, heads: int, layers: int) -> tuple[int, int]:
-    """``heads`` and ``layers`` checked against the parameters ``p`` (argument ``name``) of a
-    :class:`Decoder`, or of stacked ones: every layer's parameters present, none of a layer
-    beyond ``layers``, and ``heads`` dividing the width ``d``."""
-    check_keys(p, name, parameter_names(layers))
-    heads = check_int(heads, "heads", minimum=1)
-    check_layers(p, name, "layers.", layers)
-    d = p["embedding.weight"].shape[-1]
+def _model_config(params: dict, heads: int, layers: int) -> Config:
+    """The :func:`config` of the (stacked) parameters ``params`` with ``heads`` and
+    ``layers``."""
+    check_keys(params, "params", ["embedding.weight"])
+    heads, layers = check_int(heads, "heads", minimum=1), check_int(layers, "layers", minimum=1)
+    check_layers(params, "params", "layers.", layers)
+    d = params["embedding.weight"].shape[-1]
     if d % heads:
         raise ValueError(f"heads must divide the model's width d = {d}, got heads = {heads}")
-    return heads, layers
-
-
-def decoder_logits(p: dict, tokens: torch.Tensor, heads: int, layers: int) -> torch.Tensor:
-    """One :class:`Decoder`'s logits ``[B, n, 2]`` of ``tokens: LongTensor[B, n]`` from its
-    parameters ``p`` (by the module's names): plain tensor code, which ``torch.func.vmap``
-    vectorizes over stacked models (there the token ids are not checked)."""
-    heads, layers = _check_model(p, "p", heads, layers)
-    _check_tokens(tokens)
-    return _pass(p, tokens, heads, layers)[0]
-
-
-def decoder_pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=None,
-                 values=None):
-    """:func:`decoder_logits` of ``tokens: LongTensor[B, t]`` that continue a sequence whose
-    earlier positions' keys and values in every layer are ``keys`` and ``values`` (each
-    ``[layers, B, heads, P, d / heads]``, or None for ``P = 0``): returns the logits
-    ``[B, t, 2]`` and the keys and values of all ``P + t`` positions (a KV cache)."""
-    heads, layers = _check_model(p, "p", heads, layers)
-    _check_tokens(tokens)
-    return _pass(p, tokens, heads, layers, keys, values)
-
-
-def _pass(p: dict, tokens: torch.Tensor, heads: int, layers: int, keys=None, values=None):
-    """:func:`decoder_pass` without the checks."""
-    x = p["embedding.weight"][tokens]
-    B, t, d = x.shape
-    if keys is None:
-        keys = values = x.new_zeros(layers, B, heads, 0, d // heads)
-    P = keys.shape[-2]
-    bias = alibi_bias(P + t, heads, x.dtype, x.device)[:, P:]  # queries at P .. P + t - 1
-    all_keys, all_values = [], []
-    for layer in range(layers):
-        w = {name: p[f"layers.{layer}.{name}"] for name in LAYER_PARAMETERS}
-        y = F.layer_norm(x, (d,), w["norm1.weight"], w["norm1.bias"])
-        qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
-        q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
-        k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
-        all_keys.append(k)
-        all_values.append(v)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d // heads) + bias
-        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
-        x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
-        y = F.layer_norm(x, (d,), w["norm2.weight"], w["norm2.bias"])
-        hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
-        x = x + F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
-    x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
-    logits = F.linear(x, p["output.weight"], p["output.bias"])
-    return logits, torch.stack(all_keys), torch.stack(all_values)
-
-
-def _stacked_forward(heads: int, layers: int):
-    """:func:`decoder_logits` over stacked models: ``(params, tokens [models, B, n])`` ->
-    ``[models, B, n, 2]``."""
-    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, heads, layers)[0])
+    return config(d, heads, layers)
 
 
 def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
@@ -274,7 +141,7 @@ def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
     m]``. Each model reads ``w_j`` after its own parity ``p_{j-1}``, not the true one. A loop
     over the ``m`` positions, none over strings; each pass reads the two new tokens (the
     parity just written and the next bit) and keeps the keys and values of the earlier ones."""
-    heads, layers = _check_model(params, "params", heads, layers)
+    shape = _model_config(params, heads, layers)
     models = next(iter(params.values())).shape[0]
     device = next(iter(params.values())).device
     if isinstance(w, str) or (isinstance(w, torch.Tensor) and w.dim() == 2):
@@ -283,14 +150,15 @@ def decode(params: dict, w, heads: int, layers: int) -> torch.Tensor:
         raise ValueError(f"w must be a LongTensor[models, B, m] with models = {models}")
     w = torch.stack([as_strings(strings, "w") for strings in w]).to(device)
     _, B, m = w.shape
-    step = torch.func.vmap(lambda p, tokens, keys, values: _pass(
-        p, tokens, heads, layers, keys, values))
+    step = torch.func.vmap(lambda p, tokens, keys, values: model.extend(
+        p, tokens, shape, keys, values))
     written = torch.zeros(models, B, m, dtype=torch.long, device=device)
     if m == 0:  # the empty string: nothing to write
         return written
     new = torch.stack([torch.full_like(w[:, :, 0], STATE), w[:, :, 0]], dim=-1)
     embedding = params["embedding.weight"]
-    keys = values = embedding.new_zeros(models, layers, B, heads, 0, embedding.shape[-1] // heads)
+    keys = values = embedding.new_zeros(models, layers, B, heads, 0,
+                                        embedding.shape[-1] // heads)
     with torch.no_grad():
         for j in range(m):  # reads p_j (START for j = 0) and w_{j+1}, writes p_{j+1}
             logits, keys, values = step(params, new, keys, values)
@@ -323,7 +191,7 @@ class Outcome(Benchmark):
 def train(seeds, steps: int, max_train_length: int, lengths, batch: int = 32,
           test_batch: int = 100, lr: float = 3e-3, d: int = 32, heads: int = 4,
           layers: int = 2, device=None, progress: bool = True) -> Outcome:
-    """Train, for every seed in ``seeds``, one :class:`Decoder` per condition of
+    """Train, for every seed in ``seeds``, one model (:func:`config`) per condition of
     :data:`CONDITIONS`, all from the same initial weights (seeded by the seed) and on the same
     strings (drawn from a generator seeded by ``seed + 1``), for ``steps`` Adam steps
     (learning rate ``lr``) of ``batch`` strings, each step's length uniform in
@@ -345,26 +213,18 @@ def train(seeds, steps: int, max_train_length: int, lengths, batch: int = 32,
         raise ValueError(f"d must be a multiple of heads, got d = {d} and heads = {heads}")
     device = check_device(device) or runtime.device()
     models = [(seed, condition) for seed in seeds for condition in CONDITIONS]
-    params = stack_modules(lambda: Decoder(d, heads, layers), [seed for seed, _ in models],
-                           device=device)
-    forward = _stacked_forward(heads, layers)
-    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    shape = config(d, heads, layers)
+    params = model.stack(shape, [seed for seed, _ in models], device=device)
     draw_length = torch.Generator().manual_seed(seeds[0])
     data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}
-    train_loss = torch.zeros(len(models), steps)
-    for step in tqdm(range(steps), desc="scratchpad", disable=not progress, leave=False):
+
+    def batches(step):
         m = int(torch.randint(1, max_train_length + 1, (1,), generator=draw_length))
         drawn = {seed: random_strings(batch, m, data[seed]) for seed in seeds}
         pairs = [targets(drawn[seed], condition) for seed, condition in models]
-        tokens, target = (torch.stack(t).to(device) for t in zip(*pairs, strict=True))
-        logits = forward(params, tokens)
-        losses = F.cross_entropy(logits.flatten(0, 2), target.flatten(), ignore_index=IGNORE,
-                                 reduction="none").reshape(target.shape).sum(dim=(1, 2))
-        mean = losses / (target != IGNORE).sum(dim=(1, 2))
-        optimizer.zero_grad()
-        mean.sum().backward()  # each model's gradient is its own mean loss's
-        optimizer.step()
-        train_loss[:, step] = mean.detach().cpu() / math.log(2)
+        return (torch.stack(t).to(device) for t in zip(*pairs, strict=True))
+
+    train_loss = model.train(params, shape, batches, steps, lr, progress, "scratchpad")
     accuracy = evaluate(params, seeds, lengths, test_batch, heads, layers)
     return Outcome("parity_check", seeds, CONDITIONS, lengths, max_train_length, accuracy,
                    train_loss.reshape(len(seeds), len(CONDITIONS), steps))
@@ -377,7 +237,7 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
     each length in ``lengths``, the same strings for the two models of a seed (drawn from a
     generator seeded by ``seed + 2``): answer only and the filler read their answer at the
     last bit, the scratchpad its last written parity (:func:`decode`)."""
-    heads, layers = _check_model(params, "params", heads, layers)
+    shape = _model_config(params, heads, layers)
     seeds, lengths = _check_list(seeds, "seeds", 0), _check_list(lengths, "lengths", 1)
     test_batch = check_int(test_batch, "test_batch", minimum=1)
     if next(iter(params.values())).shape[0] != len(CONDITIONS) * len(seeds):
@@ -386,8 +246,8 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
     answer, filler, writers = ({name: value[c::len(CONDITIONS)] for name, value in params.items()}
                                for c in range(len(CONDITIONS)))
     accuracy = torch.zeros(len(seeds), len(CONDITIONS), len(lengths))
-    forward = _stacked_forward(heads, layers)
-    d = params["embedding.weight"].shape[-1]
+    forward = model.stacked_logits(shape)
+    d = shape.d
     for column, m in enumerate(lengths):
         tests = {seed: torch.Generator().manual_seed(seed + 2) for seed in seeds}
         w = torch.stack([random_strings(test_batch, m, tests[seed]) for seed in seeds])

@@ -28,6 +28,7 @@ from companion import (
     layernorm,
     layout,
     length_generalization,
+    model,
     plotting,
     precision,
     recall,
@@ -684,7 +685,7 @@ def test_runtime_still_reads_ascii_integers(monkeypatch):
 
 
 def test_scratchpad_decodes_the_empty_string():
-    params = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 1), [0, 1])
+    params = model.stack(scratchpad.config(4, 1, 1), [0, 1])
     assert scratchpad.decode(params, "", 1, 1).shape == (2, 1, 0)
     empty = torch.zeros(2, 3, 0, dtype=torch.long)
     assert scratchpad.decode(params, empty, 1, 1).shape == (2, 3, 0)
@@ -726,23 +727,24 @@ def test_read_roster_takes_a_byte_order_mark_and_refuses_other_headers(tmp_path)
 
 
 def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
-    one = dict(scratchpad.Decoder(4, 1, 2).named_parameters())  # a 2-layer model
-    stacked = training.stack_modules(lambda: scratchpad.Decoder(4, 1, 2), [0, 1, 2])
+    two_layers = scratchpad.config(4, 1, 2)
+    one = dict(model.Model(two_layers).named_parameters())
+    stacked = model.stack(two_layers, [0, 1, 2])
     tokens = scratchpad.answer_sequence("01")
     refusal = r"holds the parameters of layers 0\.\.1 .*but layers = 1"
-    with pytest.raises(ValueError, match="p " + refusal):
-        scratchpad.decoder_logits(one, tokens, 1, 1)
-    with pytest.raises(ValueError, match="p " + refusal):
-        scratchpad.decoder_pass(one, tokens, 1, 1)
+    with pytest.raises(ValueError, match="params " + refusal):
+        model.logits(one, tokens, scratchpad.config(4, 1, 1))
+    with pytest.raises(ValueError, match="params " + refusal):
+        model.extend(one, tokens, scratchpad.config(4, 1, 1))
     with pytest.raises(ValueError, match="params " + refusal):
         scratchpad.decode(stacked, "01", 1, 1)
     with pytest.raises(ValueError, match="params " + refusal):
         scratchpad.evaluate(stacked, [0], [2], 2, 1, 1)
-    assert scratchpad.decoder_logits(one, tokens, 1, 2).shape == (1, 3, 2)
+    assert model.logits(one, tokens, two_layers).shape == (1, 3, 2)
     assert scratchpad.evaluate(stacked, [0], [2], 2, 1, 2).shape == (1, 3, 1)
     for layers, error in ((0, ValueError), ("2", TypeError)):
         with pytest.raises(error, match="layers"):
-            scratchpad.parameter_names(layers)
+            scratchpad.config(4, 1, layers)
     classifier = dict(length_generalization.Classifier("parity_check", d=4, heads=2,
                                                        layers=2).named_parameters())
     with pytest.raises(ValueError, match="p " + refusal):
@@ -750,42 +752,27 @@ def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
                                                 1.0, 2, 1, 2)
 
 
-@pytest.mark.parametrize("call", [scratchpad.decoder_logits, scratchpad.decoder_pass])
-def test_scratchpad_decoder_logits_checks_heads_and_tokens(call):
-    p = dict(scratchpad.Decoder(4, 2, 1).named_parameters())
+@pytest.mark.parametrize("call", [model.logits, model.extend])
+def test_the_model_checks_its_tokens_and_scratchpad_its_heads(call):
+    shape = scratchpad.config(4, 2, 1)
+    p = dict(model.Model(shape).named_parameters())
+    stacked = {name: value.detach().expand(3, *value.shape) for name, value in p.items()}
     tokens = torch.tensor([[2, 0, 1]])
     for heads, error, message in ((0, ValueError, "heads must be >= 1"),
                                   (3, ValueError, "heads must divide the model's width d = 4"),
                                   (2.0, TypeError, "heads must be an int")):
         with pytest.raises(error, match=message):
-            call(p, tokens, heads, 1)
+            scratchpad.decode(stacked, "01", heads, 1)
     for bad, error in ((torch.tensor([[2, 4]]), ValueError), (torch.tensor([[-1]]), ValueError),
                        (torch.zeros(1, 0, dtype=torch.long), ValueError),
                        (tokens.float(), TypeError), (tokens[0], TypeError),
                        ([[2, 0]], TypeError)):
         with pytest.raises(error, match="tokens must"):
-            call(p, bad, 2, 1)
-    logits = call(p, tokens, 2, 1)
-    assert (logits if call is scratchpad.decoder_logits else logits[0]).shape == (1, 3, 2)
-    stacked = {name: value.detach().expand(3, *value.shape) for name, value in p.items()}
-    batched = torch.func.vmap(lambda q, t: scratchpad.decoder_logits(q, t, 2, 1))
+            call(p, bad, shape)
+    logits = call(p, tokens, shape)
+    assert (logits if call is model.logits else logits[0]).shape == (1, 3, 2)
+    batched = torch.func.vmap(lambda q, t: model.logits(q, t, shape))
     assert batched(stacked, tokens.expand(3, 1, 3)).shape == (3, 1, 3, 2)  # vmap still works
-
-
-def test_alibi_bias_checks_dtype_device_and_its_size():
-    with pytest.raises(TypeError, match="dtype must be a floating-point"):
-        scratchpad.alibi_bias(3, 2, torch.long)
-    with pytest.raises((TypeError, ValueError), match="device"):
-        scratchpad.alibi_bias(3, 2, device="float32")
-    with pytest.raises(TypeError, match="device"):
-        scratchpad.alibi_bias(3, 2, device=0.5)
-    with pytest.raises(ValueError, match="n must be <= 8192, got 30000"):
-        scratchpad.alibi_bias(30000, 2)
-    with pytest.raises(ValueError, match=r"heads \* n \* n must be at most"):
-        scratchpad.alibi_bias(8192, 1000)
-    bias = scratchpad.alibi_bias(3, 2, torch.float64, "cpu")
-    assert bias.dtype == torch.float64 and bias.shape == (2, 3, 3)
-    assert bias[1, 2, 0] == -1.0 and bias[1, 1, 0] == -0.5 and bias[0, 0, 1] == -math.inf
 
 
 def test_word_problem_dfa_needs_generators_and_reads_a_generator_expression():

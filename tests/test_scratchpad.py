@@ -1,6 +1,6 @@
-"""Learning PARITY with and without a scratchpad: the sequences against brute force, the model
-against PyTorch's own encoder layers, the stacked models against each model alone, greedy
-decoding against a plain loop and against teacher forcing, and bad input."""
+"""Learning PARITY with and without a scratchpad: the sequences against brute force, greedy
+decoding against a plain loop and against teacher forcing, evaluation against each model run
+alone, and bad input (the model itself is tests/test_model.py's)."""
 
 import itertools
 
@@ -9,17 +9,15 @@ import torch
 
 from companion.languages import all_strings, parity, random_strings
 from companion.length_generalization import bootstrap_difference
+from companion.model import Model, logits, stack
 from companion.scratchpad import (
     CONDITIONS,
     IGNORE,
     STATE,
-    Decoder,
     Outcome,
-    alibi_bias,
     answer_sequence,
+    config,
     decode,
-    decoder_logits,
-    decoder_pass,
     evaluate,
     filler_sequence,
     running_parities,
@@ -28,15 +26,15 @@ from companion.scratchpad import (
     targets,
     train,
 )
-from companion.training import stack_modules
 
 HEADS, LAYERS = 2, 2
+SHAPE = config(16, HEADS, LAYERS)
 
 
-def model(seed=0, d=16):
-    """A float64 :class:`Decoder` with its parameters by name."""
+def model(seed=0):
+    """A float64 model of the chapter's shape (width 16) with its parameters by name."""
     torch.manual_seed(seed)
-    module = Decoder(d, HEADS, LAYERS).double()
+    module = Model(SHAPE).double()
     return module, dict(module.named_parameters())
 
 
@@ -82,58 +80,6 @@ def test_filler_targets_one_position_of_the_scratchpad_layout():
         assert (others == IGNORE).all()
 
 
-def test_alibi_bias():
-    bias = alibi_bias(5, 3, torch.float64)
-    assert bias.shape == (3, 5, 5)
-    assert torch.isinf(bias[:, 0, 1:]).all() and bias[0, 4, 1] == -3.0
-    assert bias[2, 4, 0] == -1.0 and (bias.diagonal(dim1=1, dim2=2) == 0).all()
-
-
-def test_functional_decoder_matches_pytorch_encoder_layers():
-    module, params = model()
-    tokens, _ = targets(random_strings(4, 7, torch.Generator().manual_seed(1)), "scratchpad")
-    with torch.no_grad():
-        torch.testing.assert_close(decoder_logits(params, tokens, HEADS, LAYERS),
-                                   module(tokens), rtol=1e-10, atol=1e-10)
-
-
-def test_the_decoder_is_causal():
-    _, params = model()
-    tokens, _ = targets(random_strings(3, 6, torch.Generator().manual_seed(2)), "answer only")
-    changed = tokens.clone()
-    changed[:, 7:] = torch.randint(4, changed[:, 7:].shape)  # after the answer (m = 6)
-    with torch.no_grad():
-        before = decoder_logits(params, tokens, HEADS, LAYERS)
-        after = decoder_logits(params, changed, HEADS, LAYERS)
-    torch.testing.assert_close(before[:, :7], after[:, :7], rtol=0, atol=1e-12)
-
-
-def test_the_key_value_cache_gives_the_same_logits():
-    _, params = model()
-    tokens = scratchpad_sequence(random_strings(3, 5, torch.Generator().manual_seed(3)))
-    with torch.no_grad():
-        whole = decoder_logits(params, tokens, HEADS, LAYERS)
-        first, keys, values = decoder_pass(params, tokens[:, :4], HEADS, LAYERS)
-        rest, keys, values = decoder_pass(params, tokens[:, 4:], HEADS, LAYERS, keys, values)
-    torch.testing.assert_close(torch.cat([first, rest], dim=1), whole, rtol=1e-10, atol=1e-12)
-    assert keys.shape == (LAYERS, 3, HEADS, tokens.shape[1], 16 // HEADS)
-
-
-def test_stacked_models_equal_each_model_alone():
-    seeds = [5, 6, 7]
-    stacked = stack_modules(lambda: Decoder(16, HEADS, LAYERS), seeds, dtype=torch.float64)
-    tokens = torch.stack([scratchpad_sequence(random_strings(
-        2, 4, torch.Generator().manual_seed(s))) for s in seeds])
-    forward = torch.func.vmap(lambda p, t: decoder_logits(p, t, HEADS, LAYERS))
-    with torch.no_grad():
-        together = forward(stacked, tokens)
-        for index, seed in enumerate(seeds):
-            torch.manual_seed(seed)
-            alone = Decoder(16, HEADS, LAYERS).double()
-            torch.testing.assert_close(together[index], alone(tokens[index]),
-                                       rtol=1e-10, atol=1e-10)
-
-
 def greedy_by_loop(params, w):
     """Greedy decoding of one model, one string at a time, recomputing every prefix."""
     written = []
@@ -141,14 +87,14 @@ def greedy_by_loop(params, w):
         tokens = [STATE]
         for bit in row:
             tokens.append(bit)
-            logits = decoder_logits(params, torch.tensor([tokens]), HEADS, LAYERS)
-            tokens.append(STATE + int(logits[0, -1].argmax()))
+            scores = logits(params, torch.tensor([tokens]), SHAPE)
+            tokens.append(STATE + int(scores[0, -1].argmax()))
         written.append(tokens[2::2])
     return torch.tensor(written) - STATE
 
 
 def test_decode_equals_a_plain_greedy_loop_and_its_own_teacher_forcing():
-    stacked = stack_modules(lambda: Decoder(16, HEADS, LAYERS), [1, 2], dtype=torch.float64)
+    stacked = stack(SHAPE, [1, 2], dtype=torch.float64)
     w = torch.stack([random_strings(5, 6, torch.Generator().manual_seed(s)) for s in (8, 9)])
     with torch.no_grad():
         written = decode(stacked, w, HEADS, LAYERS)
@@ -158,7 +104,7 @@ def test_decode_equals_a_plain_greedy_loop_and_its_own_teacher_forcing():
             # fed its own written parities in one pass, it predicts them again
             tokens = torch.full((5, 13), STATE)
             tokens[:, 1::2], tokens[:, 2::2] = w[index], STATE + written[index]
-            predicted = decoder_logits(alone, tokens, HEADS, LAYERS)[:, 1::2].argmax(-1)
+            predicted = logits(alone, tokens, SHAPE)[:, 1::2].argmax(-1)
             assert torch.equal(predicted, written[index])
 
 
@@ -178,7 +124,7 @@ def test_greedy_decoding_is_right_exactly_when_teacher_forcing_is():
         params["output.weight"][:, :2] = torch.tensor([[1.0, -1.0], [-1.0, 1.0]])
         w = all_strings(6)
         tokens, target = targets(w, "scratchpad")
-        forced = decoder_logits(params, tokens, HEADS, LAYERS)[:, 1::2].argmax(-1)
+        forced = logits(params, tokens, SHAPE)[:, 1::2].argmax(-1)
         greedy = decode({k: v[None] for k, v in params.items()}, w, HEADS, LAYERS)[0]
     assert torch.equal(greedy, w)  # it writes its bit
     forced_right = (forced == target[:, 1::2]).all(dim=1)
@@ -254,17 +200,17 @@ def test_bad_input_elsewhere():
     with pytest.raises(ValueError, match="w"):
         running_parities("012")
     with pytest.raises(ValueError, match="ids"):
-        Decoder(16, HEADS, LAYERS)(torch.tensor([[0, 4]]))
+        Model(SHAPE)(torch.tensor([[0, 4]]))
     with pytest.raises(TypeError, match="tokens"):
-        Decoder(16, HEADS, LAYERS)(torch.tensor([[0.0, 1.0]]))
+        Model(SHAPE)(torch.tensor([[0.0, 1.0]]))
     with pytest.raises(ValueError, match="d must be a multiple"):
-        Decoder(10, 4)
+        config(10, 4)
     with pytest.raises(ValueError, match="w must be"):
         decode(stacked, torch.zeros(2, 1, 3, dtype=torch.long), HEADS, LAYERS)
     with pytest.raises(ValueError, match="w"):
         decode(stacked, torch.full((1, 3), 2), HEADS, LAYERS)
-    with pytest.raises(ValueError, match="p lacks"):
-        decoder_logits({}, torch.zeros(1, 1, dtype=torch.long), HEADS, LAYERS)
+    with pytest.raises(ValueError, match="params lacks"):
+        logits({}, torch.zeros(1, 1, dtype=torch.long), SHAPE)
     with pytest.raises(ValueError, match="params must stack"):
         evaluate(stacked, [0], [2], 2, HEADS, LAYERS)
     with pytest.raises(TypeError, match="result"):

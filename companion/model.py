@@ -1,0 +1,314 @@
+"""One small trainable transformer for the learning chapters, and one training loop.
+
+The model (:class:`Model`, plain PyTorch modules): a learned embedding of the tokens, pre-norm
+``nn.TransformerEncoderLayer`` s (ReLU, no dropout), a final layer norm and a linear output of
+``config.outputs`` logits at every position. Tokens are a ``LongTensor[B, n]`` of ids
+``0..vocab-1``; positions count from 0. Attention is causal (a query ``i`` sees the keys
+``j <= i``) unless ``config.causal`` is False, and the position encoding is one of
+:data:`POSITIONS`:
+
+* ``"none"`` (NoPE): nothing marks a position; a causal model can still compute it (uniform
+  attention gives the first token the share ``1/(i+1)``);
+* ``"learned"``: a learned vector per position ``0..max_length-1`` added to the embedding;
+* ``"sinusoidal"``: the fixed table of [vaswani2017attention] added to the embedding
+  (:func:`companion.transformer.sinusoidal_position_embedding`);
+* ``"alibi"``: no vector; head ``h`` adds ``-slope_h |i - j|`` to the score of query ``i`` for
+  key ``j`` ([press2022train]), with ``slope_h = 2^-h`` (steeper than Press et al.'s
+  ``2^(-8(h+1)/heads)``, which ``alibi_slopes="press"`` gives);
+* ``"rope"``: no vector; each head's queries and keys at position ``i`` are rotated, pair of
+  coordinates ``(k, k + d_head/2)`` by the angle ``i * 10000^(-2k/d_head)`` (rotary position
+  embedding, in the half-split layout of GPT-NeoX), so that a score depends on ``i - j``.
+
+:func:`logits` computes one model from its parameters by name (plain tensor code, which
+``torch.func.vmap`` vectorizes over stacked models, :func:`stacked_logits`); :func:`extend` does
+the same for new positions after cached keys and values (greedy decoding). :func:`train` is the
+one training loop: Adam over the stacked parameters of many models (seeds, tasks, variants), each
+model's gradient that of its own mean loss, which is the same as one Adam per model.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from companion._checks import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_device,
+    check_dtype,
+    check_int,
+    check_keys,
+    check_layers,
+    check_number,
+)
+from companion.transformer import sinusoidal_position_embedding
+
+#: The position encodings a :class:`Config` may name (see the module docstring).
+POSITIONS = ("none", "learned", "sinusoidal", "alibi", "rope")
+#: The parameters of one ``nn.TransformerEncoderLayer``, by their names in that module.
+LAYER_PARAMETERS = ("self_attn.in_proj_weight", "self_attn.in_proj_bias",
+                    *(f"{module}.{kind}" for module in ("self_attn.out_proj", "linear1",
+                                                        "linear2", "norm1", "norm2")
+                      for kind in ("weight", "bias")))
+#: A target that no loss counts (``train``'s ``batches`` mark unsupervised positions with it).
+IGNORE = -100
+#: Longest sequence the attention bias or the rotation is built for.
+MAX_LENGTH = 8192
+#: The most entries ``heads * n * n`` of one :func:`alibi_bias` (1 GiB in float32).
+MAX_BIAS = 2**28
+
+
+@dataclass(frozen=True)
+class Config:
+    """The shape of a :class:`Model`: ``vocab`` token ids, ``outputs`` logits per position,
+    width ``d`` split over ``heads``, ``layers`` layers with a feed-forward width ``d_ff``
+    (``4 d`` when None), the position encoding ``positions`` (one of :data:`POSITIONS`),
+    ``causal`` attention or not, ``max_length`` positions for ``"learned"`` (the longest
+    sequence the model can read), and ``alibi_slopes``, ``"steep"`` (``2^-h``) or
+    ``"press"``."""
+
+    vocab: int
+    outputs: int
+    d: int = 32
+    heads: int = 4
+    layers: int = 2
+    d_ff: int | None = None
+    positions: str = "none"
+    causal: bool = True
+    max_length: int = 512
+    alibi_slopes: str = "steep"
+
+    def __post_init__(self):
+        for name in ("vocab", "outputs", "d", "heads", "layers"):
+            check_int(getattr(self, name), name, minimum=1)
+        if self.d_ff is not None:
+            check_int(self.d_ff, "d_ff", minimum=1)
+        check_choice(self.positions, "positions", POSITIONS)
+        check_bool(self.causal, "causal")
+        check_int(self.max_length, "max_length", minimum=1, maximum=MAX_LENGTH)
+        check_choice(self.alibi_slopes, "alibi_slopes", ("steep", "press"))
+        if self.d % self.heads:
+            raise ValueError(f"d must be a multiple of heads, got d = {self.d} and "
+                             f"heads = {self.heads}")
+        if self.positions == "rope" and (self.d // self.heads) % 2:
+            raise ValueError(f"positions 'rope' needs an even width per head, got d / heads = "
+                             f"{self.d // self.heads}")
+
+    @property
+    def hidden(self) -> int:
+        """The feed-forward width."""
+        return 4 * self.d if self.d_ff is None else self.d_ff
+
+
+class Model(nn.Module):
+    """One model in plain PyTorch. forward(tokens) gives the logits
+    [B, n, outputs] of tokens, a LongTensor[B, n]; the function logits
+    computes them from these modules' parameters, by name (this docstring
+    is plain text: the book prints the class)."""
+
+    def __init__(self, config: Config):
+        super().__init__()
+        if not isinstance(config, Config):
+            raise TypeError(
+                f"config must be a Config, got {type(config).__name__}")
+        self.config = config
+        self.embedding = nn.Embedding(config.vocab, config.d)
+        if config.positions == "learned":
+            self.position = nn.Embedding(config.max_length, config.d)
+        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(
+            config.d, config.heads, config.hidden, dropout=0.0,
+            batch_first=True, norm_first=True) for _ in range(config.layers))
+        self.norm = nn.LayerNorm(config.d)
+        self.output = nn.Linear(config.d, config.outputs)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The logits [B, n, outputs] of tokens, a LongTensor[B, n]."""
+        return logits(dict(self.named_parameters()), tokens, self.config)
+
+
+def parameter_names(config: Config) -> list:
+    """The names of a :class:`Model`'s parameters."""
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a Config, got {type(config).__name__}")
+    names = ["embedding.weight", "norm.weight", "norm.bias", "output.weight", "output.bias"]
+    if config.positions == "learned":
+        names.append("position.weight")
+    return names + [f"layers.{layer}.{name}" for layer in range(config.layers)
+                    for name in LAYER_PARAMETERS]
+
+
+def _check(params, tokens, config: Config, first: int = 0) -> None:
+    """Bad input to :func:`logits` or :func:`extend`: a clear error, never a wrong answer."""
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a Config, got {type(config).__name__}")
+    check_keys(params, "params", parameter_names(config))
+    check_layers(params, "params", "layers.", config.layers)
+    if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        got = (f"dtype {tokens.dtype} and shape {list(tokens.shape)}"
+               if isinstance(tokens, torch.Tensor) else type(tokens).__name__)
+        raise TypeError(f"tokens must be a LongTensor[B, n], got {got}")
+    if tokens.shape[1] < 1:
+        raise ValueError("tokens must hold at least one position")
+    limit = config.max_length if config.positions == "learned" else MAX_LENGTH
+    if first + tokens.shape[1] > limit:
+        raise ValueError(f"tokens reach position {first + tokens.shape[1] - 1}, beyond the "
+                         f"{limit} positions this model reads")
+    # under torch.func.vmap the ids cannot be read (no data-dependent branch there)
+    if not torch._C._functorch.is_batchedtensor(tokens) and bool(
+            ((tokens < 0) | (tokens >= config.vocab)).any()):
+        raise ValueError(f"tokens must hold the ids 0..{config.vocab - 1}")
+
+
+def alibi_bias(n: int, heads: int, causal: bool = True, slopes: str = "steep",
+               dtype=torch.float32, device=None) -> torch.Tensor:
+    """ALiBi's attention bias ``[heads, n, n]``: ``-slope_h |i - j|`` for query ``i`` and key
+    ``j`` in head ``h`` (``slope_h = 2^-h``, or Press et al.'s ``2^(-8(h+1)/heads)`` with
+    ``slopes="press"``), and ``-inf`` for a later key when ``causal``."""
+    n = check_int(n, "n", minimum=1, maximum=MAX_LENGTH)
+    heads = check_int(heads, "heads", minimum=1)
+    if heads * n * n > MAX_BIAS:
+        raise ValueError(f"heads * n * n must be at most {MAX_BIAS} (the bias's entries), got "
+                         f"heads = {heads} and n = {n}")
+    check_choice(slopes, "slopes", ("steep", "press"))
+    dtype, device = check_dtype(dtype), check_device(device)
+    h = torch.arange(heads, dtype=dtype, device=device)
+    slope = 2.0 ** -h if slopes == "steep" else 2.0 ** (-8.0 * (h + 1) / heads)
+    i = torch.arange(n, device=device)
+    distance = (i[:, None] - i[None, :]).to(dtype)
+    bias = -slope[:, None, None] * distance.abs()
+    return bias.masked_fill(distance < 0, -math.inf) if check_bool(causal, "causal") else bias
+
+
+def rotate(x: torch.Tensor, first: int = 0) -> torch.Tensor:
+    """Rotary position embedding of queries or keys ``x: [..., t, d_head]`` at the positions
+    ``first .. first + t - 1``: coordinates ``k`` and ``k + d_head/2`` rotated by the angle
+    ``i * 10000^(-2k/d_head)``."""
+    t, size = x.shape[-2], x.shape[-1]
+    half = size // 2
+    frequency = 10000.0 ** (-torch.arange(half, dtype=torch.float64, device=x.device) * 2 / size)
+    position = torch.arange(first, first + t, dtype=torch.float64, device=x.device)
+    angle = position[:, None] * frequency
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    low, high = x[..., :half], x[..., half:]
+    return torch.cat([low * cos - high * sin, low * sin + high * cos], dim=-1)
+
+
+def logits(params: dict, tokens: torch.Tensor, config: Config) -> torch.Tensor:
+    """One model's logits ``[B, n, outputs]`` of ``tokens: LongTensor[B, n]`` from its
+    parameters ``params`` (by the names of :class:`Model`'s modules)."""
+    _check(params, tokens, config)
+    return _pass(params, tokens, config)[0]
+
+
+def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
+    """:func:`logits` of ``tokens: LongTensor[B, t]`` that continue a sequence whose earlier
+    ``P`` positions left, in every layer, the keys and values ``keys``, ``values`` (each
+    ``[layers, B, heads, P, d / heads]``, or None for ``P = 0``): returns the logits
+    ``[B, t, outputs]`` and the keys and values of all ``P + t`` positions (a KV cache). Only
+    a causal model can be extended: a non-causal one's earlier positions would see the new."""
+    if not isinstance(config, Config) or not config.causal:
+        raise ValueError("config must be a causal model's Config to extend a sequence")
+    first = 0 if keys is None else keys.shape[-2]
+    _check(params, tokens, config, first)
+    return _pass(params, tokens, config, keys, values)
+
+
+def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
+    """:func:`extend` without the checks."""
+    heads, d = config.heads, config.d
+    x = p["embedding.weight"][tokens]
+    B, t, _ = x.shape
+    if keys is None:
+        keys = values = x.new_zeros(config.layers, B, heads, 0, d // heads)
+    P = keys.shape[-2]
+    if config.positions == "learned":
+        x = x + p["position.weight"][P:P + t]
+    elif config.positions == "sinusoidal":
+        x = x + sinusoidal_position_embedding(P + t, d)[P:].to(x.dtype).to(x.device)
+    if config.positions == "alibi":
+        bias = alibi_bias(P + t, heads, config.causal, config.alibi_slopes, x.dtype,
+                          x.device)[:, P:]
+    else:
+        bias = x.new_zeros(1, t, P + t)
+        if config.causal:
+            later = torch.arange(P, P + t, device=x.device)[:, None] < torch.arange(
+                P + t, device=x.device)
+            bias = bias.masked_fill(later, -math.inf)
+    all_keys, all_values = [], []
+    for layer in range(config.layers):
+        w = {name: p[f"layers.{layer}.{name}"] for name in LAYER_PARAMETERS}
+        y = F.layer_norm(x, (d,), w["norm1.weight"], w["norm1.bias"])
+        qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+        q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
+        if config.positions == "rope":
+            q, k = rotate(q, P), rotate(k, P)
+        k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
+        all_keys.append(k)
+        all_values.append(v)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d // heads) + bias
+        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
+        x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
+        y = F.layer_norm(x, (d,), w["norm2.weight"], w["norm2.bias"])
+        hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
+        x = x + F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
+    x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
+    out = F.linear(x, p["output.weight"], p["output.bias"])
+    return out, torch.stack(all_keys), torch.stack(all_values)
+
+
+def stack(config: Config, seeds, dtype=torch.float32, device=None) -> dict:
+    """The parameters of ``Model(config)`` with PyTorch's default initialization, one model per
+    seed in ``seeds`` (each made on the CPU from its seed), stacked: name ->
+    ``[len(seeds), ...]`` on ``device``, requiring gradients."""
+    from companion.training import stack_modules  # its one home; training imports no model
+
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a Config, got {type(config).__name__}")
+    return stack_modules(lambda: Model(config), seeds, dtype, device)
+
+
+def stacked_logits(config: Config):
+    """:func:`logits` over stacked models: a function ``(params, tokens)`` of the stacked
+    parameters (name -> ``[models, ...]``) and ``tokens: LongTensor[models, B, n]`` that returns
+    ``[models, B, n, outputs]``."""
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a Config, got {type(config).__name__}")
+    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, config)[0])
+
+
+def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
+          progress: bool = True, description: str = "training") -> torch.Tensor:
+    """Train the stacked models ``params`` (name -> ``[models, ...]``, as :func:`stack` makes
+    them) for ``steps`` Adam steps with learning rate ``lr``. ``batches(step)`` returns the
+    step's ``tokens: LongTensor[models, B, n]`` and ``targets: LongTensor[models, B, n]``, a
+    class ``0..outputs-1`` at every supervised position and :data:`IGNORE` elsewhere. Each
+    model's loss is its mean cross-entropy over its supervised positions, and its gradient that
+    loss's alone. Returns the losses in bits, ``[models, steps]``; ``params`` are updated in
+    place."""
+    check_callable(batches, "batches")
+    steps = check_int(steps, "steps", minimum=1)
+    lr = check_number(lr, "lr", above=0)
+    check_keys(params, "params", parameter_names(config))
+    forward = stacked_logits(config)
+    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    models = next(iter(params.values())).shape[0]
+    losses = torch.zeros(models, steps)
+    for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
+        tokens, targets = batches(step)
+        if tokens.shape[0] != models or targets.shape != tokens.shape:
+            raise ValueError(f"batches must give tokens and targets of one shape [models = "
+                             f"{models}, B, n], got {list(tokens.shape)} and "
+                             f"{list(targets.shape)}")
+        out = forward(params, tokens)
+        each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
+                               reduction="none").reshape(targets.shape).sum(dim=(1, 2))
+        mean = each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)
+        optimizer.zero_grad()
+        mean.sum().backward()  # each model's gradient is its own mean loss's
+        optimizer.step()
+        losses[:, step] = mean.detach().cpu() / math.log(2)
+    return losses
