@@ -1,0 +1,60 @@
+"""Sensitivity of Boolean functions on {0,1}^n, exactly, over all 2^n strings.
+
+A string ``x`` is *sensitive* at position ``i`` for ``f`` when flipping its bit ``i`` changes
+``f(x)``; its sensitivity ``s(f, x)`` counts those positions, and the *average sensitivity* of
+``f`` is the mean of ``s(f, x)`` over all ``2^n`` strings. PARITY is sensitive everywhere
+(average ``n``), MAJORITY on the strings near a tie (average ``Theta(sqrt n)``), FIRST at its
+first position only (average 1). Average sensitivity is the measure by which [hahn2024sensitive]
+explain why transformers find sensitive functions hard to learn, and by which
+[kozachinskiy2026parity] prove that one layer cannot compute PARITY.
+
+``f`` is anything that maps a ``LongTensor[B, n]`` of bit strings to a ``BoolTensor[B]``: a
+language of :mod:`companion.languages`, a circuit's ``evaluate``, a model's decisions. It is
+called once per chunk of :data:`CHUNK` strings of :func:`companion.languages.all_strings` (no
+Python loop over strings), and each string's neighbours are read from the values by index:
+flipping bit ``i`` of row ``k`` gives row ``k XOR 2^(n-1-i)``.
+"""
+
+import torch
+
+from companion._checks import check_callable, check_int
+from companion.languages import MAX_ENUMERATED_LENGTH, all_strings
+
+#: Strings handed to ``f`` at once.
+CHUNK = 2**16
+
+
+def values(f, n: int) -> torch.Tensor:
+    """``f`` on every string of length ``n``, in :func:`companion.languages.all_strings` order:
+    ``BoolTensor[2^n]`` (on the CPU). ``n`` is at most 20."""
+    check_callable(f, "f")
+    n = check_int(n, "n", minimum=0, maximum=MAX_ENUMERATED_LENGTH)
+    strings = all_strings(n)
+    parts = []
+    for start in range(0, len(strings), CHUNK):
+        chunk = strings[start:start + CHUNK]
+        out = f(chunk)
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.bool:
+            got = f"dtype {out.dtype}" if isinstance(out, torch.Tensor) else type(out).__name__
+            raise TypeError(f"f must return a BoolTensor[B], one decision per string, got {got}")
+        if out.shape != (len(chunk),):
+            raise ValueError(f"f must return one decision per string, shape [{len(chunk)}], "
+                             f"got {list(out.shape)}")
+        parts.append(out.cpu())
+    return torch.cat(parts)
+
+
+def sensitivity_profile(f, n: int) -> torch.Tensor:
+    """Each string's sensitivity ``s(f, x)``, the number of positions whose flip changes
+    ``f(x)``: ``LongTensor[2^n]`` in :func:`companion.languages.all_strings` order, for
+    ``n <= 20``."""
+    decided = values(f, n)
+    rows = torch.arange(len(decided))
+    flips = [decided != decided[rows ^ (1 << (n - 1 - i))] for i in range(n)]
+    return torch.stack(flips).sum(dim=0) if flips else torch.zeros(1, dtype=torch.long)
+
+
+def average_sensitivity(f, n: int) -> float:
+    """The mean of :func:`sensitivity_profile` over all ``2^n`` strings of length ``n``
+    (``n <= 20``): ``n`` for PARITY, 1 for FIRST."""
+    return sensitivity_profile(f, n).double().mean().item()
