@@ -2,7 +2,7 @@
 
 A hand-set construction declares its dimensions once, e.g. ``Layout("is_0", "is_1", "is_cls")``,
 and then writes vectors and matrices by name, so the code reads like the papers' matrices and an
-activation table can name every row (:meth:`companion.transformer.Encoder.table`).
+activation table can name every row (:func:`companion.tables.activation_table`).
 """
 
 import torch

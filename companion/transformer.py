@@ -249,14 +249,6 @@ class Encoder(nn.Module):
         logits = final @ self.output_weight + self.output_bias
         return (logits, trace) if record else logits
 
-    def table(self, w: str, stage: str):
-        """The activations of one string at ``stage`` (``"a0"``, ``"c1"``, ``"a1"``, ...) as a
-        pandas table with a row per named dimension: see
-        :func:`companion.tables.activation_table`."""
-        from companion.tables import activation_table  # pandas only when a table is asked for
-
-        return activation_table(self, w, stage)
-
 
 def random_encoder(d: int = 6, heads: int = 1, layers: int = 2, d_hid: int = 3, d_ff: int = 8,
                    max_n: int = 64, std: float = 1.0, generator: torch.Generator | None = None,

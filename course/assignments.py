@@ -46,10 +46,18 @@ from pathlib import Path
 import nbformat
 from nbconvert.preprocessors import ClearOutputPreprocessor, Preprocessor, TagRemovePreprocessor
 
+from course import hidden as hidden_tests
 from course.numbers import box_numbers, exercise_numbers, figure_numbers, lab_edition, numbered
+from course.variants import (
+    VARIANT,
+    apply_variants,
+    chapter_variants,
+    course_seed_option,
+    edition_name,
+    read_roster,
+)
 
 ANSWER, CHECK, SOLUTION, WRITTEN = "answer", "check", "solution", "written"
-VARIANT = "course_variant"  # metadata: the variant of each exercise (course.variants)
 GRADED_VARIANT = "graded"  # a student edition's VARIANT: that it is one, not which
 # metadata of a student edition of variants: the name of its edition (course.variants.
 # edition_name, a hash of the text it replaces, which the edition shows anyway), so that the
@@ -448,9 +456,6 @@ def write_editions(notebooks, out: Path, course_seed: int | None = None, roster=
     every variant), and ``out/instructor/variants/<chapter>-<edition>.ipynb`` holds the
     reference answers of each edition handed out (:func:`course.variants.edition_name`),
     listed with its students in ``out/instructor/variants.csv``."""
-    from course import hidden as hidden_tests
-    from course.variants import apply_variants, chapter_variants, edition_name, read_roster
-
     if roster is not None and course_seed is None:
         raise ValueError("roster: a roster needs a course_seed (--course-seed)")
     out = as_path(out, "out")
@@ -542,7 +547,6 @@ def _write(notebook, target: Path) -> Path:
 
 
 def main(argv=None) -> None:
-    from course.variants import course_seed_option
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("notebooks", nargs="+", help="chapters (.ipynb) with graded exercises")
     parser.add_argument("--out", type=Path, default=Path("_build/assignments"))

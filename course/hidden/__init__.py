@@ -134,6 +134,13 @@ def _depth(text: str) -> int:
     return deepest
 
 
+def variant_params(variants: dict, label: str, book: dict | None = None) -> dict:
+    """The parameters of the variant of exercise ``label`` in ``variants`` (label ->
+    :class:`course.variants.Variant`, those handed out), or ``book``, the book's own (default
+    none), where the exercise is handed out as the book prints it."""
+    return variants[label].params if label in variants else ({} if book is None else book)
+
+
 def tensor_literal(rng: random.Random, shape: Sequence[int], digits: int = 6) -> str:
     """Source text of a float64 tensor of the given shape with normal entries from ``rng``,
     so that the same input reaches the submission and the instructor edition."""

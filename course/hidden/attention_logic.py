@@ -25,7 +25,7 @@ from companion.rasp import (
     to_circuit,
     to_transformer,
 )
-from course.hidden import HiddenTest, close
+from course.hidden import HiddenTest, close, variant_params
 from course.variants import Variant
 
 EXACT = close(rtol=0, atol=0)
@@ -355,8 +355,6 @@ VARIANTS = {"ex-logic-factor": _factor, "ex-logic-depth": _depth, "ex-logic-coun
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    def params(label):
-        return variants[label].params if label in variants else {}
-    return {"ex-logic-factor": _factor_tests(rng, **params("ex-logic-factor")),
-            "ex-logic-depth": _depth_tests(rng, **params("ex-logic-depth")),
-            "ex-logic-count": _count_tests(rng, **params("ex-logic-count"))}
+    return {"ex-logic-factor": _factor_tests(rng, **variant_params(variants, "ex-logic-factor")),
+            "ex-logic-depth": _depth_tests(rng, **variant_params(variants, "ex-logic-depth")),
+            "ex-logic-count": _count_tests(rng, **variant_params(variants, "ex-logic-count"))}

@@ -11,7 +11,7 @@ import random
 
 from companion.circuits import Circuit
 from companion.exercises import check_circuit_family
-from course.hidden import HiddenTest
+from course.hidden import HiddenTest, variant_params
 from course.variants import Variant
 
 
@@ -184,6 +184,5 @@ VARIANTS = {"ex-circ-or": _or, "ex-circ-two": _two, "ex-circ-half": _half}
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    return {label: _family_tests(rng, **(variants[label].params if label in variants else
-                                         book))
+    return {label: _family_tests(rng, **variant_params(variants, label, book))
             for label, book in BOOK.items()}

@@ -6,7 +6,7 @@ import random
 import torch
 
 from companion.steps import compile_tm, decode
-from course.hidden import HiddenTest, close
+from course.hidden import HiddenTest, close, variant_params
 from course.variants import Variant
 
 EXACT = close(rtol=0, atol=0)
@@ -318,16 +318,12 @@ VARIANTS = {"ex-steps-compile": _counter, "ex-steps-precision": _question,
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    def param(label, key, book):
-        return variants[label].params[key] if label in variants else book
-
+    precision = variant_params(variants, "ex-steps-precision",
+                               {"function": "first_error_length"})
     return {
         "ex-steps-compile": _compile_tests(rng),
-        "ex-steps-precision": _precision_tests(
-            rng, param("ex-steps-precision", "function", "first_error_length")),
+        "ex-steps-precision": _precision_tests(rng, precision["function"]),
         "ex-steps-hahn": _hahn_tests(rng),
-        "ex-steps-machine": _machine_tests(
-            rng, **(variants["ex-steps-machine"].params if "ex-steps-machine" in variants
-                    else {})),
+        "ex-steps-machine": _machine_tests(rng, **variant_params(variants, "ex-steps-machine")),
         "ex-steps-backwards": _backwards_tests(rng),
     }

@@ -6,7 +6,7 @@ import math
 import random
 
 from companion.exercises import check_previous_position_layer, check_tied_queries
-from course.hidden import HiddenTest, close
+from course.hidden import HiddenTest, close, variant_params
 from course.variants import Variant
 
 
@@ -108,7 +108,6 @@ VARIANTS = {"ex-rec-previous": _previous, "ex-rec-hard": _hard, "ex-rec-zero": _
 
 
 def hidden_tests(rng: random.Random, variants: dict) -> dict:
-    params = {label: variant.params for label, variant in variants.items()}
     m, tied = rng.sample([4, 6, 8, 10, 14], 2)  # even lengths have ties
     odd = rng.choice([5, 7, 9, 11])
     strings = [[rng.randrange(2) for _ in range(odd)] for _ in range(rng.randrange(5, 20))]
@@ -121,9 +120,9 @@ def hidden_tests(rng: random.Random, variants: dict) -> dict:
                       f"all_strings({tied}))]).detach().double()", close(atol=1e-12))
     return {
         "ex-rec-previous": [HiddenTest("[W_Q, W_K, W_V]", _feedback(
-            check_previous_position_layer, **params.get("ex-rec-previous", {})))],
-        "ex-rec-hard": [HiddenTest("[W_Q_tie]", _feedback(check_tied_queries,
-                                                          **params.get("ex-rec-hard", {})))],
+            check_previous_position_layer, **variant_params(variants, "ex-rec-previous")))],
+        "ex-rec-hard": [HiddenTest("[W_Q_tie]", _feedback(
+            check_tied_queries, **variant_params(variants, "ex-rec-hard")))],
         "ex-rec-zero": [  # tie_logits is 0 up to rounding: zeros would pass, so it is not graded
             HiddenTest(f"no_margin(all_strings({m})).detach().double()", close(atol=1e-12)),
             HiddenTest(f"no_margin(torch.tensor({strings})).detach().double()",
