@@ -132,7 +132,8 @@ class Encoder(nn.Module):
     a function ``n -> [n, d]`` (it may depend on ``n``, like ``i/n``) or a learned table
     ``[max_n, d]``. ``layers``: :class:`EncoderLayer` s of model dimension ``d``.
     ``output_weight: [d]`` and ``output_bias`` give the logit at CLS. The weights are frozen
-    unless ``requires_grad``. ``layout`` names the ``d`` dimensions for :meth:`table`.
+    unless ``requires_grad``. ``layout`` names the ``d`` dimensions, for
+    :func:`companion.tables.activation_table`.
     """
 
     def __init__(self, word_embedding, position_embedding, layers, output_weight,

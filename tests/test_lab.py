@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from course.assignments import ANSWER, student_edition
-from course.numbers import box_numbers, figure_numbers, lab_edition
+from course.numbers import box_numbers, chapter_numbers, figure_numbers, lab_edition
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -67,6 +67,9 @@ def expected(notebook: Path) -> dict:
     return {"exercises": text.count("```{exercise}"),
             "numbers": [number for _, number in box_numbers(book, chapter)],
             "figures": list(figure_numbers(book, chapter).values()),
+            # a table with a caption is numbered as the book numbers it (Table 4.1)
+            "tables": [f"{chapter_numbers()[chapter]}.{k}" for k in range(
+                1, len(re.findall(r"^```\{list-table\} \S", text, re.M)) + 1)],
             "statements": len(re.findall(r"^`{3,4}\{prf:", text, re.M)),
             "solutions": len(re.findall(r"^`{3,4}\{solution\}", text, re.M)),
             "folded": len(folded),
@@ -91,6 +94,7 @@ def test_a_notebook_renders_in_jupyterlab_as_in_the_book(lab, folder, chapter, e
     # :nonumber: for jupyterlab-myst
     assert report.numbers == want["numbers"], "numbered as in the book"
     assert report.figures == want["figures"] and want["figures"], "figures too"
+    assert report.tables == want["tables"], "and tables"
     assert report.solutions == want["solutions"]
     assert report.solutions == (want["exercises"] if edition == "chapter" else 0)
     # the model answers and the checks are folded; what a folded answer shows is its first

@@ -63,6 +63,8 @@ NOTEBOOK_SCRIPT = r"""() => {
   const title = box => (box.querySelector('.myst-exercise-title, .myst-proof-title')
     ?.textContent ?? '').trim();
   const solutions = boxes('exercise').filter(box => /^Solution/.test(title(box)));
+  const captions = [...document.querySelectorAll('.jp-InputArea > .myst figure > figcaption')]
+    .map(c => c.textContent);
   // A closed <details> keeps its body laid out, but hidden (content-visibility).
   const visible = el => el !== null && el.checkVisibility({visibilityProperty: true});
   return {
@@ -77,8 +79,9 @@ NOTEBOOK_SCRIPT = r"""() => {
     statements: boxes('proof').length,
     numbers: [...document.querySelectorAll('.myst-exercise, .myst-proof')].map(title)
       .map(t => t.match(/^[A-Z][a-z]+ [\d.]+\b/)?.[0]).filter(Boolean),
-    figures: [...document.querySelectorAll('.jp-InputArea > .myst figure > figcaption')]
-      .map(c => c.textContent.match(/^\s*Figure\s+([\d.]+)/)?.[1] ?? c.textContent.slice(0, 40)),
+    figures: captions.filter(c => !/^\s*Table\s/.test(c))
+      .map(c => c.match(/^\s*Figure\s+([\d.]+)/)?.[1] ?? c.slice(0, 40)),
+    tables: captions.map(c => c.match(/^\s*Table\s+([\d.]+)/)?.[1]).filter(Boolean),
     admonitions: boxes('admonition').length,
     solutions: solutions.length,
     openSolutions: solutions.filter(
@@ -119,6 +122,7 @@ class NotebookReport:
     statements: int = 0
     numbers: list[str] = field(default_factory=list)  # "Exercise 7.1", … in reading order
     figures: list[str] = field(default_factory=list)  # "7.1", … as captions number them
+    tables: list[str] = field(default_factory=list)  # "4.1", … as a table's caption does
     admonitions: int = 0
     solutions: int = 0
     open_solutions: list[str] = field(default_factory=list)
