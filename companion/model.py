@@ -45,15 +45,11 @@ from companion._checks import (
     check_layers,
     check_number,
 )
+from companion.training import LAYER_PARAMETERS, stack_modules
 from companion.transformer import sinusoidal_position_embedding
 
 #: The position encodings a :class:`Config` may name (see the module docstring).
 POSITIONS = ("none", "learned", "sinusoidal", "alibi", "rope")
-#: The parameters of one ``nn.TransformerEncoderLayer``, by their names in that module.
-LAYER_PARAMETERS = ("self_attn.in_proj_weight", "self_attn.in_proj_bias",
-                    *(f"{module}.{kind}" for module in ("self_attn.out_proj", "linear1",
-                                                        "linear2", "norm1", "norm2")
-                      for kind in ("weight", "bias")))
 #: A target that no loss counts (``train``'s ``batches`` mark unsupervised positions with it).
 IGNORE = -100
 #: Longest sequence the attention bias or the rotation is built for.
@@ -264,8 +260,6 @@ def stack(config: Config, seeds, dtype=torch.float32, device=None) -> dict:
     """The parameters of ``Model(config)`` with PyTorch's default initialization, one model per
     seed in ``seeds`` (each made on the CPU from its seed), stacked: name ->
     ``[len(seeds), ...]`` on ``device``, requiring gradients."""
-    from companion.training import stack_modules  # its one home; training imports no model
-
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
     return stack_modules(lambda: Model(config), seeds, dtype, device)
