@@ -8,6 +8,7 @@ exercise asks for something true at every length, the check proves it: the atten
 of [chiang2024esslli] §5 are decided exactly, in rational arithmetic, for every length at once.
 """
 
+import re
 import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
@@ -425,3 +426,349 @@ def check_paired_bootstrap(paired_bootstrap, pairs=(), samples: int = 1000,
     return Feedback(True, f"the mean difference, its 95% interval and whether it excludes 0 "
                           f"are right on {len(cases)} sets of paired scores, with {samples} "
                           f"resamples each")
+
+
+# --- Which programs does training find? (C-RASP certificates and fooling pairs) -------------
+
+# The largest program a certificate check compiles: lines of its listing; named vectors one line
+# reads (the FFN of a Boolean line has a unit for each of their 2**k values); the sum of the
+# absolute coefficients of one comparison (its MAJORITY gate reads each bit that many times);
+# and the offsets of its local predicates, added up (each offset c is c attentions).
+MAX_CERTIFICATE_LINES, MAX_CERTIFICATE_READS = 32, 8
+MAX_CERTIFICATE_WEIGHT, MAX_CERTIFICATE_REACH = 64, 64
+MAX_CERTIFICATE_LENGTH = 200  # the longest sampled length of check_certificate
+MAX_CIRCUIT_CHECK_LENGTH = 8  # check_certificate compiles circuits up to this length
+POSITIONAL = ("local", "periodic")
+MAX_FOOLING_H = 10  # check_fooling_pairs: 2**10 first halves, a million concatenations
+
+
+def varied_strings(m: int, samples: int, generator: torch.Generator) -> torch.Tensor:
+    """``LongTensor[samples + 2, m]``: ``0^m``, ``1^m`` and ``samples`` strings of length
+    ``m >= 1`` in three kinds, a third each: strings each with its own density of 1s (uniform on
+    [0, 1]); a random block of 1 to 4 symbols repeated, with up to two symbols flipped; and a
+    constant string with up to five random windows of four symbols written over it. Uniformly
+    random long strings hold every short factor many times and almost never fall inside a
+    language that bounds how often one occurs; these hold every count of every short factor,
+    and every density, so they fall on both sides of such thresholds."""
+    from companion._checks import check_generator
+
+    m, samples = check_int(m, "m", minimum=1), check_int(samples, "samples", minimum=3)
+    generator = check_generator(generator)
+    k, rest = samples // 3, samples - 2 * (samples // 3)
+    dense = (torch.rand(k, m, generator=generator)
+             < torch.rand(k, 1, generator=generator)).long()
+    period = torch.randint(1, 5, (k, 1), generator=generator)
+    blocks = torch.randint(2, (k, 4), generator=generator)
+    tiled = blocks.gather(1, torch.arange(m) % period)
+    flips = torch.randint(m, (k, 2), generator=generator)
+    flipped = torch.rand(k, 2, generator=generator) < 0.5
+    tiled.scatter_(1, flips, tiled.gather(1, flips) ^ flipped.long())
+    islands = torch.randint(2, (rest, 1), generator=generator).expand(rest, m).clone()
+    windows = torch.randint(6, (rest, 1), generator=generator)
+    for t in range(5):
+        start = torch.randint(max(m - 3, 1), (rest, 1), generator=generator)
+        where = (start + torch.arange(4)).clamp(max=m - 1)
+        bits = torch.randint(2, (rest, 4), generator=generator)
+        islands.scatter_(1, where, torch.where(windows > t, bits, islands.gather(1, where)))
+    edges = torch.stack([torch.zeros(m, dtype=torch.long), torch.ones(m, dtype=torch.long)])
+    return torch.cat([edges, dense, tiled, islands])
+
+
+def _certificate_too_large(program) -> str:
+    """Why a check will not compile ``program`` (a C-RASP program), or "": read from its
+    listing, where a line names what it reads as ``Q_1(i)``, ``P3(i)`` or ``P3(i - 2)``."""
+    from companion.rasp import Count, listing, nodes
+
+    lines = listing(program).splitlines()
+    if len(lines) > MAX_CERTIFICATE_LINES:
+        return (f"its listing has {len(lines)} lines, more than the {MAX_CERTIFICATE_LINES} "
+                "the check compiles")
+    for line in lines:
+        name, body = line.split("(i) := ", 1)
+        reads = set(re.findall(r"(Q_[01]|P\d+)\(", body))
+        if len(reads) > MAX_CERTIFICATE_READS:
+            return (f"its line {name} reads {len(reads)} named vectors, more than the "
+                    f"{MAX_CERTIFICATE_READS} the check compiles")
+    order = nodes(program)
+    weight = max((sum(abs(c) for _, c in node.terms) for node in order
+                  if isinstance(node, Count)), default=0)
+    if weight > MAX_CERTIFICATE_WEIGHT:
+        return (f"it compares counts whose coefficients add up to {weight}, more than the "
+                f"{MAX_CERTIFICATE_WEIGHT} the check compiles")
+    reach = sum(node.param for node in order if getattr(node, "op", None) == "local")
+    if reach > MAX_CERTIFICATE_REACH:
+        return (f"its local predicates reach back {reach} positions in all, more than the "
+                f"{MAX_CERTIFICATE_REACH} the check compiles")
+    return ""
+
+
+def certificate_problem(program, predicates=None) -> str:
+    """Why ``program`` is not a C-RASP program that a certificate may be, or "": it must be a
+    Boolean vector over positions of :mod:`companion.rasp` without ``leftmost`` or
+    ``rightmost``, read at most the positional predicates named in ``predicates`` (a tuple of
+    ``"local"`` and ``"periodic"``; ``None`` allows both, ``()`` none: C-RASP without
+    positions), and be small enough to compile in a check (the ``MAX_CERTIFICATE_*``
+    limits)."""
+    from companion.rasp import Bool, Count, is_c_rasp, positional_predicates
+
+    if predicates is not None:
+        predicates = tuple(check_choice(p, "every predicate", POSITIONAL) for p in predicates)
+    if isinstance(program, Count):
+        return ("it is a count, not a Boolean vector: compare counts (<, <=, >, >=) to get a "
+                "verdict")
+    if not isinstance(program, Bool):
+        return ("it is not a program of companion.rasp (a Boolean vector built from Q, count, "
+                f"periodic and local), but a {type(program).__name__}")
+    if program.pairwise:
+        return "it depends on j (at_j): a program is a vector over positions"
+    if not is_c_rasp(program):
+        return "it uses leftmost or rightmost attention, which C-RASP does not have"
+    used = positional_predicates(program)
+    if predicates is not None and not set(used) <= set(predicates):
+        allowed = " and ".join(predicates) if predicates else "no positional predicate"
+        return (f"it uses {' and '.join(used)}, but a certificate here may use {allowed}"
+                + (" (C-RASP without positions, the class of NoPE)" if not predicates else ""))
+    return _certificate_too_large(program)
+
+
+def language_problem(program, language, w, circuit: bool = True, show: bool = True) -> str:
+    """Why ``program`` does not decide ``language`` on the strings ``w`` (``LongTensor[B, m]``
+    of one length), three ways, or "": :func:`companion.rasp.run` must agree with
+    ``language(w)``, and with them the compiled transformer (:func:`companion.rasp.to_transformer`)
+    and, if ``circuit``, the compiled circuit (:func:`companion.rasp.to_circuit`). With
+    ``show`` the message names a string the program gets wrong; without it (a grader's hidden
+    test) it names only the length."""
+    from companion.evaluation import _labels
+    from companion.rasp import run, to_circuit, to_transformer
+
+    m = w.shape[1]
+    expected = _labels(language, w)
+    verdicts = run(program, w)
+    wrong = (verdicts != expected).nonzero().flatten()
+    if len(wrong):
+        if not show:
+            return f"it gives the wrong answer on some string of length {m}"
+        example = "".join(str(b) for b in w[wrong[0]].tolist())
+        says = "accepts" if bool(verdicts[wrong[0]]) else "rejects"
+        where = "outside" if says == "accepts" else "inside"
+        others = (f" (and {len(wrong) - 1} other strings of those tried of length {m})"
+                  if len(wrong) > 1 else "")
+        return f"it {says} {example!r}, a string {where} the language{others}"
+    ways = {"its transformer (to_transformer)": lambda: to_transformer(program).accepts(w)}
+    if circuit:
+        ways["its circuit (to_circuit)"] = lambda: to_circuit(program, m).evaluate(w)
+    for way, decide in ways.items():
+        try:
+            if torch.equal(decide(), verdicts):
+                continue
+            what = "gives other verdicts"
+        except Exception as error:  # noqa: BLE001 - a compiler's fault is reported as such
+            what = f"raises {type(error).__name__}"
+        return (f"its verdicts are right, but {way} {what} on some string of length {m}: a "
+                "fault of companion.rasp's compilers, not of the program; please report it")
+    return ""
+
+
+def check_certificate(certificate, language, lengths=range(1, 11), long_lengths=(40, 71, 100),
+                      samples: int = 300, predicates=None, seed: int = 0) -> Feedback:
+    """Grade a certificate: ``certificate()`` must return a C-RASP program
+    (:func:`certificate_problem`, with at most the positional predicates in ``predicates``)
+    whose verdicts are those of ``language`` (a function from ``LongTensor[B, m]`` to
+    ``BoolTensor[B]``, written apart from the program) three ways (:func:`language_problem`):
+    run, compiled into a transformer and, up to length 8, compiled into a circuit.
+
+    It is tried on every string of each length in ``lengths`` (at most 12) and, at each of
+    ``long_lengths`` (at most 200), on ``samples`` :func:`varied_strings` seeded by
+    ``seed``: strings of every density and every small count of each short factor. A program is
+    right at every length or not; these lengths catch one that is right on short strings
+    only."""
+    from companion.languages import all_strings
+
+    check_callable(certificate, "certificate")
+    check_callable(language, "language")
+    lengths = [check_int(m, "lengths", 1, 12) for m in lengths]
+    long_lengths = [check_int(m, "long_lengths", 1, MAX_CERTIFICATE_LENGTH)
+                    for m in long_lengths]
+    if not lengths and not long_lengths:
+        raise ValueError("lengths and long_lengths are both empty: nothing would be checked")
+    samples = check_int(samples, "samples", 3, 10_000)
+    generator = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    if predicates is not None:
+        predicates = tuple(check_choice(p, "every predicate", POSITIONAL) for p in predicates)
+    try:
+        program = certificate()
+    except Exception as error:  # a student's code may fail in any way
+        return Feedback(False, f"certificate() raised {type(error).__name__}: {error}")
+    if why := certificate_problem(program, predicates):
+        return Feedback(False, f"certificate() is not a certificate: {why}")
+    for m in [*lengths, *long_lengths]:
+        w = all_strings(m) if m in lengths else varied_strings(m, samples, generator)
+        if why := language_problem(program, language, w, circuit=m <= MAX_CIRCUIT_CHECK_LENGTH):
+            return Feedback(False, f"certificate()'s program is wrong: {why}")
+    tried = [f"every string of lengths {min(lengths)}..{max(lengths)}"] if lengths else []
+    if long_lengths:
+        tried.append(f"{samples + 2} varied strings of each length in {list(long_lengths)}")
+    return Feedback(True, "a C-RASP program, right on " + " and on ".join(tried)
+                    + ", run, as a transformer and as a circuit (up to length "
+                    f"{MAX_CIRCUIT_CHECK_LENGTH})")
+
+
+ENCODINGS = ("none", "learned")  # the keys of a prediction: NoPE and learned positions
+
+
+def prediction_problem(predicted) -> str:
+    """Why ``predicted`` is not a prediction, or "": a dict with the keys ``"none"`` and
+    ``"learned"`` (NoPE and learned absolute positions), each ``True`` or ``False``, and
+    ``learned`` at least ``none`` (C-RASP without positions is part of C-RASP[periodic,
+    local], so what the theory promises NoPE it promises learned positions too)."""
+    if not isinstance(predicted, dict) or set(predicted) != set(ENCODINGS):
+        return ('predict() must return a dict {"none": ..., "learned": ...}, got '
+                f"{predicted!r}")
+    values = [predicted[key] for key in ENCODINGS]
+    if hasattr(values[0], "item") or hasattr(values[1], "item"):
+        values = [v.item() if hasattr(v, "item") else v for v in values]
+    if not all(isinstance(v, bool) for v in values):
+        return f"each prediction must be True or False, got {predicted!r}"
+    if values[0] and not values[1]:
+        return ("the predictions contradict each other: a task in C-RASP without positions "
+                "is in C-RASP[periodic, local] too, so if NoPE is predicted to generalize, so "
+                "are learned positions")
+    return ""
+
+
+def check_prediction(predict, certify, language, expected=None, seed: int = 0) -> Feedback:
+    """Grade a prediction of length generalization for one task (a language, ``language``: a
+    function from ``LongTensor[B, m]`` to ``BoolTensor[B]``). ``predict()`` returns
+    ``{"none": bool, "learned": bool}`` (:func:`prediction_problem`), whether the theory of
+    [huang2025formal] predicts that a causal transformer trained on short strings recognizes
+    long ones without position encoding (C-RASP[]) and with learned absolute positions
+    (C-RASP[periodic, local]); ``certify()`` returns the C-RASP program that backs them, or
+    ``None`` where the task has none.
+
+    The check: where ``learned`` is True, the program must be a certificate of the language
+    (:func:`check_certificate`), without positional predicates where ``none`` is True; where
+    it uses none, ``none`` must be True (the theory then promises NoPE too); where ``learned``
+    is False, ``certify()`` must return ``None``. No finite check shows that a task is
+    *outside* a class: with ``expected`` (a prediction) the predictions are compared with it,
+    and without it only their consistency with the certificate is checked."""
+    check_callable(predict, "predict")
+    check_callable(certify, "certify")
+    check_callable(language, "language")
+    if expected is not None and (why := prediction_problem(expected)):
+        raise ValueError(f"expected: {why}")
+    try:
+        predicted = predict()
+    except Exception as error:  # a student's code may fail in any way
+        return Feedback(False, f"predict() raised {type(error).__name__}: {error}")
+    if why := prediction_problem(predicted):
+        return Feedback(False, why)
+    none, learned = (bool(predicted[key]) for key in ENCODINGS)
+    try:
+        program = certify()
+    except Exception as error:  # a student's code may fail in any way
+        return Feedback(False, f"certify() raised {type(error).__name__}: {error}")
+    if not learned and program is not None:
+        return Feedback(False, "learned positions are predicted to fail, so the task has no "
+                               "C-RASP[periodic, local] program: certify() must return None")
+    if learned and program is None:
+        return Feedback(False, "learned positions are predicted to generalize, which the "
+                               "theory backs with a C-RASP[periodic, local] program: "
+                               "certify() must return one")
+    if program is not None:
+        feedback = check_certificate(lambda: program, language, seed=seed,
+                                     predicates=() if none else None)
+        if not feedback:
+            return Feedback(False, feedback.message.replace("certificate()", "certify()"))
+        if not none and not certificate_problem(program, ()):
+            return Feedback(False, "certify()'s program uses no positional predicate: it is "
+                                   "in C-RASP without positions, for which the theory "
+                                   "predicts that NoPE generalizes too")
+    if expected is not None and [predicted[k] for k in ENCODINGS] != [
+            expected[k] for k in ENCODINGS]:
+        wrong = [k for k in ENCODINGS if bool(predicted[k]) != expected[k]]
+        return Feedback(False, f"the prediction for {' and '.join(map(repr, wrong))} is "
+                               "wrong")
+    said = ("NoPE and learned positions" if none else "learned positions only" if learned
+            else "neither NoPE nor learned positions")
+    backed = ("a certificate right on every string tried" if program is not None else
+              "no certificate")
+    return Feedback(True, f"predicted to generalize with {said}, with {backed}"
+                          + ("; the predictions are those expected" if expected is not None
+                             else "; whether a task is outside a class no finite check "
+                                  "shows, so the predictions are consistent, not proven"))
+
+
+def fooling_problem(firsts, seconds, language, h: int) -> str:
+    """Why ``(firsts, seconds)`` is not a fooling set of ``2**h`` pairs for ``language`` (a
+    function from ``LongTensor[B, n]`` to ``BoolTensor[B]``), or "": ``firsts`` must be an
+    integer tensor ``[2**h, h]`` of 0s and 1s with distinct rows, ``seconds`` one
+    ``[2**h, h2]``, and ``firsts[i]`` followed by ``seconds[j]`` must be in the language
+    exactly when ``i == j``, decided for all ``4**h`` pairs at once (in blocks of rows)."""
+    from companion.evaluation import _labels
+
+    k = 2**h
+    for name, value in (("firsts", firsts), ("seconds", seconds)):
+        if not isinstance(value, torch.Tensor):
+            return f"{name} must be a LongTensor, got {type(value).__name__}"
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dim() != 2:
+            return (f"{name} must be a 2-d integer tensor, got {value.dtype} of shape "
+                    f"{list(value.shape)}")
+        if len(value) != k:
+            return f"{name} must have 2**h = {k} rows for h = {h}, got {len(value)}"
+        if len(value) and not ((value == 0) | (value == 1)).all():
+            return f"{name} must hold only the symbols 0 and 1"
+    if firsts.shape[1] != h:
+        return f"firsts must have h = {h} columns (strings of length h), got {firsts.shape[1]}"
+    if h + seconds.shape[1] == 0 or seconds.shape[1] > 4 * h + 4:
+        return (f"seconds must hold strings of length 1 to {4 * h + 4} for h = {h}, got "
+                f"{seconds.shape[1]}")
+    firsts, seconds = firsts.long().cpu(), seconds.long().cpu()
+    if len(torch.unique(firsts, dim=0)) < k:
+        return f"the rows of firsts must be distinct: for h = {h} some row appears twice"
+    n = h + seconds.shape[1]
+    block = max(1, 2**22 // (k * n))  # rows of firsts per block: about 4M symbols at once
+    inside = torch.zeros(k, k, dtype=torch.bool)
+    for start in range(0, k, block):
+        rows = firsts[start:start + block]
+        pairs = torch.cat([rows[:, None, :].expand(-1, k, -1),
+                           seconds[None, :, :].expand(len(rows), -1, -1)], dim=2)
+        inside[start:start + len(rows)] = _labels(language, pairs.reshape(-1, n)).reshape(
+            len(rows), k)
+    eye = torch.eye(k, dtype=torch.bool)
+    if not inside.diagonal().all():
+        i = int((~inside.diagonal()).nonzero()[0])
+        return (f"for h = {h}, firsts[{i}] followed by seconds[{i}] is not in the language: "
+                "every pair (i, i) must be")
+    if (inside & ~eye).any():
+        i, j = (int(x) for x in (inside & ~eye).nonzero()[0])
+        return (f"for h = {h}, firsts[{i}] followed by seconds[{j}] is in the language, "
+                f"though {i} != {j}: no other pair may be")
+    return ""
+
+
+def check_fooling_pairs(fooling_pairs, language, hs=range(1, 7)) -> Feedback:
+    """Grade a fooling set of the one-way communication argument: for each ``h`` in ``hs``
+    (1 to 10), ``fooling_pairs(h)`` must return ``(firsts, seconds)``, ``firsts`` a
+    ``LongTensor[2**h, h]`` of distinct strings and ``seconds`` a ``LongTensor[2**h, h2]``,
+    such that ``firsts[i]`` followed by ``seconds[j]`` is in ``language`` (a function from
+    ``LongTensor[B, n]`` to ``BoolTensor[B]``, written apart from the answer) exactly when
+    ``i == j`` (:func:`fooling_problem`). Then the second half's verdicts tell the ``2**h``
+    first halves apart, so any computation split between the halves must send ``h`` bits
+    from the first to the second."""
+    check_callable(fooling_pairs, "fooling_pairs")
+    check_callable(language, "language")
+    hs = [check_int(h, "hs", 1, MAX_FOOLING_H) for h in hs]
+    if not hs:
+        raise ValueError("hs is empty: nothing would be checked")
+    for h in hs:
+        try:
+            answer = fooling_pairs(h)
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"fooling_pairs({h}) raised {type(error).__name__}: {error}")
+        if not isinstance(answer, tuple | list) or len(answer) != 2:
+            return Feedback(False, f"fooling_pairs({h}) must return a pair (firsts, seconds), "
+                                   f"got a {type(answer).__name__}")
+        if why := fooling_problem(*answer, language, h):
+            return Feedback(False, why)
+    return Feedback(True, f"for every h in {hs}, 2**h first halves, each in the language "
+                          "with its own second half and with no other")

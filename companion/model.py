@@ -193,11 +193,14 @@ def rotate(x: torch.Tensor, first: int = 0) -> torch.Tensor:
     return torch.cat([low * cos - high * sin, low * sin + high * cos], dim=-1)
 
 
-def logits(params: dict, tokens: torch.Tensor, config: Config) -> torch.Tensor:
+def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0) -> torch.Tensor:
     """One model's logits ``[B, n, outputs]`` of ``tokens: LongTensor[B, n]`` from its
-    parameters ``params`` (by the names of :class:`Model`'s modules)."""
-    _check(params, tokens, config)
-    return _pass(params, tokens, config)[0]
+    parameters ``params`` (by the names of :class:`Model`'s modules), the tokens at the
+    positions ``first .. first + n - 1`` (a position offset, as in training with random
+    offsets, so that every learned position is trained)."""
+    first = check_int(first, "first", minimum=0)
+    _check(params, tokens, config, first)
+    return _pass(params, tokens, config, first=first)[0]
 
 
 def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
@@ -213,18 +216,20 @@ def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values
     return _pass(params, tokens, config, keys, values)
 
 
-def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
-    """:func:`extend` without the checks."""
+def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
+          first: int = 0):
+    """:func:`extend` without the checks (``first``: :func:`logits`'s position offset)."""
     heads, d = config.heads, config.d
     x = p["embedding.weight"][tokens]
     B, t, _ = x.shape
     if keys is None:
         keys = values = x.new_zeros(config.layers, B, heads, 0, d // heads)
     P = keys.shape[-2]
+    at = first + P  # the position of the first new token
     if config.positions == "learned":
-        x = x + p["position.weight"][P:P + t]
+        x = x + p["position.weight"][at:at + t]
     elif config.positions == "sinusoidal":
-        x = x + sinusoidal_position_embedding(P + t, d)[P:].to(x.dtype).to(x.device)
+        x = x + sinusoidal_position_embedding(at + t, d)[at:].to(x.dtype).to(x.device)
     if config.positions == "alibi":
         bias = alibi_bias(P + t, heads, config.causal, config.alibi_slopes, x.dtype,
                           x.device)[:, P:]
@@ -241,7 +246,7 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None)
         qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
         q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
         if config.positions == "rope":
-            q, k = rotate(q, P), rotate(k, P)
+            q, k = rotate(q, at), rotate(k, at)
         k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
         all_keys.append(k)
         all_values.append(v)
@@ -265,13 +270,14 @@ def stack(config: Config, seeds, dtype=torch.float32, device=None) -> dict:
     return stack_modules(lambda: Model(config), seeds, dtype, device)
 
 
-def stacked_logits(config: Config):
+def stacked_logits(config: Config, first: int = 0):
     """:func:`logits` over stacked models: a function ``(params, tokens)`` of the stacked
-    parameters (name -> ``[models, ...]``) and ``tokens: LongTensor[models, B, n]`` that returns
-    ``[models, B, n, outputs]``."""
+    parameters (name -> ``[models, ...]``) and ``tokens: LongTensor[models, B, n]`` at the
+    positions ``first .. first + n - 1`` that returns ``[models, B, n, outputs]``."""
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
-    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, config)[0])
+    first = check_int(first, "first", minimum=0)
+    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, config, first=first)[0])
 
 
 def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
@@ -279,7 +285,8 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
     """Train the stacked models ``params`` (name -> ``[models, ...]``, as :func:`stack` makes
     them) for ``steps`` Adam steps with learning rate ``lr``. ``batches(step)`` returns the
     step's ``tokens: LongTensor[models, B, n]`` and ``targets: LongTensor[models, B, n]``, a
-    class ``0..outputs-1`` at every supervised position and :data:`IGNORE` elsewhere. Each
+    class ``0..outputs-1`` at every supervised position and :data:`IGNORE` elsewhere, and may
+    return a third item, the step's position offset ``first`` (see :func:`logits`). Each
     model's loss is its mean cross-entropy over its supervised positions, and its gradient that
     loss's alone. Returns the losses in bits, ``[models, steps]``; ``params`` are updated in
     place."""
@@ -287,17 +294,22 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
     steps = check_int(steps, "steps", minimum=1)
     lr = check_number(lr, "lr", above=0)
     check_keys(params, "params", parameter_names(config))
-    forward = stacked_logits(config)
     optimizer = torch.optim.Adam(params.values(), lr=lr)
     models = next(iter(params.values())).shape[0]
     losses = torch.zeros(models, steps)
     for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
-        tokens, targets = batches(step)
+        tokens, targets, *offset = batches(step)
         if tokens.shape[0] != models or targets.shape != tokens.shape:
             raise ValueError(f"batches must give tokens and targets of one shape [models = "
                              f"{models}, B, n], got {list(tokens.shape)} and "
                              f"{list(targets.shape)}")
-        out = forward(params, tokens)
+        first = offset[0] if offset else 0
+        limit = config.max_length if config.positions == "learned" else MAX_LENGTH
+        if check_int(first, "the offset batches gives", minimum=0) + tokens.shape[-1] > limit:
+            raise ValueError(f"batches' tokens at offset {first} reach position "
+                             f"{first + tokens.shape[-1] - 1}, beyond the {limit} this model "
+                             f"reads")
+        out = stacked_logits(config, first)(params, tokens)
         each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
                                reduction="none").reshape(targets.shape).sum(dim=(1, 2))
         mean = each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)

@@ -23,6 +23,16 @@ verdict on a string ``w`` of length ``m >= 1`` is its value at the last position
 * ``C + D``, ``C - D``, ``k * C``, ``C + k`` with integer constants ``k``;
 * ``C < D``, ``C <= D``, ``C > D``, ``C >= D``: comparisons, which give Boolean vectors back.
 
+**Positional predicates** ([huang2025formal]), the two kinds that C-RASP may gain and a
+transformer with absolute positions still length-generalizes on:
+
+* ``periodic(k, r)``: ``[i ≡ r (mod k)]``, a Boolean vector that depends on the position alone;
+* ``local(P, c)``: ``P(i - c)`` (False for ``i < c``), the count ``#[j <= i, j = i - c] P(j)``
+  restricted to one fixed offset ``c >= 1``, which is 0 or 1.
+
+:func:`is_c_rasp` tells a C-RASP program (no leftmost or rightmost attention) from others, and
+:func:`positional_predicates` names the kinds a C-RASP program uses.
+
 Three places read the one graph: :func:`run` (and :func:`evaluate`) interpret it on a batch of
 strings, every operation one tensor computation over the batch and the positions;
 :func:`to_transformer` compiles it into a transformer with hand-set weights on named dimensions
@@ -51,6 +61,8 @@ from companion.layout import Layout
 SYMBOLS = ("0", "1")
 MASKS = ("all", "past", "future")  # j anywhere; j < i; j > i (both strict, as in the paper)
 MAX_CIRCUIT_LENGTH = 1024  # to_circuit's m: an attention operation has about m**2 gates
+MAX_MODULUS = 64  # periodic's k: the compiled transformer gives it a dimension per residue used
+MAX_OFFSET = 64  # local's c: the compiled transformer attends c times
 
 
 class Node:
@@ -65,11 +77,14 @@ class Bool(Node):
     ``~ & |`` and the comparisons of :class:`Count`, never directly.
 
     ``op`` is one of ``"Q"``, ``"const"``, ``"not"``, ``"and"``, ``"or"``, ``"at_j"``,
-    ``"leftmost"``, ``"rightmost"`` and ``"atleast0"`` (a count that is at least 0)."""
+    ``"leftmost"``, ``"rightmost"``, ``"atleast0"`` (a count that is at least 0),
+    ``"periodic"`` and ``"local"``."""
 
     op: str
     args: tuple = ()
-    param: object = None  # the symbol of Q, the constant, the mask, or the count compared
+    # the symbol of Q, the constant, the mask, the count compared, (k, r) of periodic, or the
+    # offset c of local
+    param: object = None
     pairwise: bool = False  # whether it depends on j (then it is a score or a value)
 
     def __invert__(self) -> "Bool":
@@ -123,6 +138,23 @@ def Q(symbol: str) -> Bool:  # noqa: N802 - the papers' name
 def at_j(vector) -> Bool:
     """``vector`` read at the attended position ``j``, in a score or a value."""
     return Bool("at_j", (_position_wise(vector, "vector"),), pairwise=True)
+
+
+def periodic(modulus: int, residue: int) -> Bool:
+    """``[i ≡ residue (mod modulus)]``: a periodic positional predicate ([huang2025formal]),
+    ``modulus >= 2`` and ``0 <= residue < modulus``."""
+    modulus = check_int(modulus, "modulus", minimum=2, maximum=MAX_MODULUS)
+    residue = check_int(residue, "residue", minimum=0, maximum=modulus - 1)
+    return Bool("periodic", param=(modulus, residue))
+
+
+def local(vector, offset: int) -> Bool:
+    """``vector`` at ``i - offset`` (False for ``i < offset``): the local count
+    ``#[j <= i, j = i - offset] P(j)`` of [huang2025formal], which is 0 or 1, as a Boolean
+    vector (``offset >= 1``)."""
+    vector = _position_wise(vector, "vector")
+    offset = check_int(offset, "offset", minimum=1, maximum=MAX_OFFSET)
+    return Bool("local", (vector,), param=offset)
 
 
 def _attention(op: str, mask: str, score, value, default) -> Bool:
@@ -252,7 +284,8 @@ def to_data(program) -> list:
     """``program`` as plain data (lists, strings, integers, booleans and None), to save it or
     to send it from one process to another: one entry per node, each after the nodes it reads,
     the program last. An entry is ``[op, [the indices of the nodes it reads], param]`` (see
-    :class:`Bool` for ``op`` and ``param``; ``"atleast0"`` reads its count); a count is
+    :class:`Bool` for ``op`` and ``param``, ``[k, r]`` for ``"periodic"``; ``"atleast0"``
+    reads its count); a count is
     ``["count", [[index, coefficient], ...], constant]``. :func:`from_data` builds it back."""
     order = nodes(_program(program))
     index = {id(node): k for k, node in enumerate(order)}
@@ -262,6 +295,8 @@ def to_data(program) -> list:
             data.append(["count", [[index[id(v)], c] for v, c in node.terms], node.constant])
         elif node.op == "atleast0":
             data.append(["atleast0", [index[id(node.param)]], None])
+        elif node.op == "periodic":
+            data.append(["periodic", [], list(node.param)])
         else:
             data.append([node.op, [index[id(a)] for a in node.args], node.param])
     return data
@@ -297,8 +332,8 @@ def from_data(data) -> Bool:
                     node(pair[0]))
             built.append(total)
             continue
-        arity = {"Q": 0, "const": 0, "not": 1, "at_j": 1, "atleast0": 1, "and": 2, "or": 2,
-                 "leftmost": 3, "rightmost": 3}
+        arity = {"Q": 0, "const": 0, "periodic": 0, "not": 1, "at_j": 1, "atleast0": 1,
+                 "local": 1, "and": 2, "or": 2, "leftmost": 3, "rightmost": 3}
         if op not in arity or len(reads) != arity[op]:
             raise ValueError(f"data[{k}] must be an op of {sorted(arity)} or 'count' with its "
                              f"number of inputs, got {op!r} reading {len(reads)}")
@@ -316,6 +351,13 @@ def from_data(data) -> Bool:
             built.append(_combine(op, *args))
         elif op == "at_j":
             built.append(at_j(args[0]))
+        elif op == "local":
+            built.append(local(args[0], param))
+        elif op == "periodic":
+            if not (isinstance(param, list) and len(param) == 2):
+                raise ValueError(f"data[{k}]: periodic's param must be [modulus, residue], "
+                                 f"got {param!r}")
+            built.append(periodic(*param))
         elif op == "atleast0":
             built.append(args[0] >= 0)
         else:
@@ -385,6 +427,13 @@ def _values(root: Node, w) -> tuple[dict, torch.Tensor]:
             value = left & right if node.op == "and" else left | right
         elif node.op == "at_j":
             value = values[id(args[0])].unsqueeze(1)  # [B, 1, m]: the value at j
+        elif node.op == "periodic":
+            k, r = node.param
+            value = (torch.arange(m, device=strings.device) % k == r).expand(batch, m)
+        elif node.op == "local":
+            inner, c = values[id(args[0])], node.param
+            value = torch.zeros_like(inner)
+            value[:, c:] = inner[:, :m - c]
         elif node.op == "atleast0":
             value = values[id(node.param)] >= 0
         else:
@@ -486,6 +535,10 @@ class _CircuitCompiler:
             return self.gate(op.upper(), *(self.at(a, i, j) for a in args))
         if op == "at_j":
             return self.at(args[0], j)
+        if op == "periodic":  # the position is known: a constant
+            return self.constant(i % node.param[0] == node.param[1])
+        if op == "local":  # a wire from position i - c
+            return self.at(args[0], i - node.param) if i >= node.param else self.constant(False)
         if op == "atleast0":
             return self.at_least_zero(node.param, i)
         return self.attend(node, i)
@@ -570,7 +623,8 @@ def _named(program: Bool) -> dict[int, str]:
     """The nodes that get a name (and a line of the listing, and a dimension of the compiled
     transformer's residual stream), by ``id``: the symbol tests ``Q_a``, each attention and
     comparison ``P1, P2, ...``, each vector a count reads that is none of these, and the
-    program itself, ``Y`` (unless it is a symbol test)."""
+    program itself, ``Y`` (unless it is a symbol test). A periodic predicate is named
+    ``i%k=r``, a dimension the embedding writes; a local one is a line ``P``."""
     names, k = {}, 0
     counted = {id(v) for node in nodes(program) if isinstance(node, Count) for v, _ in node.terms}
     for node in nodes(program):
@@ -578,9 +632,11 @@ def _named(program: Bool) -> dict[int, str]:
             continue
         if node.op == "Q":
             names[id(node)] = f"Q_{node.param}"
+        elif node.op == "periodic":
+            names[id(node)] = "i%{}={}".format(*node.param)
         elif node is program:
             names[id(node)] = "Y"
-        elif node.op in ("leftmost", "rightmost", "atleast0") or id(node) in counted:
+        elif node.op in ("leftmost", "rightmost", "atleast0", "local") or id(node) in counted:
             k += 1
             names[id(node)] = f"P{k}"
     return names
@@ -613,6 +669,8 @@ def _truth(node: Bool, names: dict, assignment: dict, side: str = "i") -> bool:
 
 
 def _text(node: Bool, names: dict, side: str = "i") -> str:
+    if node.op == "periodic":
+        return "[{} ≡ {} (mod {})]".format(side, *reversed(node.param))
     if id(node) in names:
         return f"{names[id(node)]}({side})"
     if node.op == "const":
@@ -631,7 +689,7 @@ def _count_text(counted: Count, names: dict) -> str:
     terms = [(c, f"#[j ≤ i] {_text(v, names, 'j')}") for v, c in counted.terms]
     text = ""
     for c, term in terms:
-        sign = " - " if c < 0 else (" + " if text else "")
+        sign = (" - " if c < 0 else " + ") if text else ("-" if c < 0 else "")
         text += sign + (term if abs(c) == 1 else f"{abs(c)}·{term}")
     if counted.constant or not text:
         text += (" - " if counted.constant < 0 else (" + " if text else "")) + str(
@@ -642,14 +700,14 @@ def _count_text(counted: Count, names: dict) -> str:
 def listing(program) -> str:
     """The program as the papers write it, one named vector per line, the verdict ``Y`` last:
     ``P1(i) := ◀_j [j < i, Q_1(j)] 1 : 0``, ``P2(i) := #[j ≤ i] Q_1(j) - #[j ≤ i] Q_0(j) - 1
-    ≥ 0``. Each line defines the vector its dimension of :func:`to_transformer`'s residual
-    stream holds."""
+    ≥ 0``, ``P3(i) := Q_1(i - 1)``. Each line defines the vector its dimension of
+    :func:`to_transformer`'s residual stream holds."""
     program = _program(program)
     names = _named(program)
     masks = {"all": "", "past": "j < i, ", "future": "j > i, "}
     lines = []
     for node in nodes(program):
-        if id(node) not in names or isinstance(node, Count) or node.op == "Q":
+        if id(node) not in names or isinstance(node, Count) or node.op in ("Q", "periodic"):
             continue
         if node.op in ("leftmost", "rightmost"):
             score, value, default = (_text(a, names) for a in node.args)
@@ -657,11 +715,13 @@ def listing(program) -> str:
             body = f"{arrow}_j [{masks[node.param]}{score}] {value} : {default}"
         elif node.op == "atleast0":
             body = f"{_count_text(node.param, names)} ≥ 0"
+        elif node.op == "local":
+            body = _text(node.args[0], names, f"i - {node.param}")
         else:
             body = _text(node, {k: v for k, v in names.items() if k != id(node)})
         lines.append(f"{names[id(node)]}(i) := {body}")
-    if program.op == "Q":
-        lines.append(f"Y(i) := {names[id(program)]}(i)")
+    if program.op in ("Q", "periodic"):
+        lines.append(f"Y(i) := {_text(program, names)}")
     return "\n".join(lines)
 
 
@@ -695,14 +755,17 @@ class RaspTransformer:
     """A transformer compiled from a program by :func:`to_transformer`: an embedding, then a
     list of :class:`Sublayer`, on a residual stream whose dimensions are named by ``layout``.
 
-    The embedding writes ``Q_0`` or ``Q_1`` (the symbol) and ``string`` (1 at each symbol of
-    the string); a program with counts reads a BOS symbol first, at position 0 (``bos``). Every
+    The embedding writes ``Q_0`` or ``Q_1`` (the symbol), ``string`` (1 at each symbol of
+    the string) and, for each periodic predicate ``[i ≡ r (mod k)]`` the program reads, the
+    dimension ``i%k=r`` (``periodic``: name -> ``(k, r)``, ``i`` the symbol's position in the
+    string); a program with counts reads a BOS symbol first, at position 0 (``bos``). Every
     named vector of :func:`listing` has its dimension, which holds 1 where the vector holds and
     0 elsewhere (and 0 at BOS)."""
 
     def __init__(self, layout: Layout, sublayers: list[Sublayer], bos: bool,
-                 dtype=torch.float64):
+                 dtype=torch.float64, periodic: dict | None = None):
         self.layout, self.sublayers, self.bos, self.dtype = layout, sublayers, bos, dtype
+        self.periodic = periodic or {}
 
     def embed(self, w) -> torch.Tensor:
         """``[B, n, d]`` for strings ``w: [B, m]`` (``n = m + 1`` with BOS, else ``m``)."""
@@ -714,6 +777,9 @@ class RaspTransformer:
         x[..., self.layout["string"]] = 1
         x[..., self.layout["Q_0"]] = (strings == 0).to(self.dtype)
         x[..., self.layout["Q_1"]] = (strings == 1).to(self.dtype)
+        position = torch.arange(strings.shape[1], device=strings.device)
+        for name, (k, r) in self.periodic.items():
+            x[..., self.layout[name]] = (position % k == r).to(self.dtype)
         if self.bos:
             start = torch.zeros(strings.shape[0], 1, self.layout.d, dtype=self.dtype,
                                 device=strings.device)
@@ -771,7 +837,11 @@ class _TransformerCompiler:
     def __init__(self, program: Bool):
         self.names = _named(program)
         self.bos = not is_b_rasp(program)
-        self.dims = ["string", "Q_0", "Q_1"] + (["bos"] if self.bos else [])
+        self.periodic = {self.names[id(node)]: node.param for node in nodes(program)
+                         if isinstance(node, Bool) and node.op == "periodic"}
+        self.dims = ["string", "Q_0", "Q_1"] + (["bos"] if self.bos else []) + list(
+            self.periodic)
+        self.made: list[Bool] = []  # the nodes a local predicate is compiled through
         # (kind, name, {matrix: {(row, column): value}}[, options of the Sublayer])
         self.specs: list[tuple] = []
 
@@ -862,6 +932,18 @@ class _TransformerCompiler:
                 W2[(line, unit)] = 1
         self.specs.append(("ffn", name, {"W1": W1, "b1": b1, "W2": W2}))
 
+    def local(self, node: Bool, name: str) -> None:
+        """``P(i - c)`` by ``c`` attentions, each to the rightmost earlier position (as
+        :func:`rightmost` with the mask ``"past"`` and a score that always holds); the
+        intermediate vectors ``P(i - 1), ..., P(i - c + 1)`` are ``name.1``, ... ."""
+        previous = node.args[0]
+        for step in range(1, node.param + 1):
+            shifted = rightmost("past", True, at_j(previous), False)
+            self.made.append(shifted)  # kept, so that its id stays its own
+            self.names[id(shifted)] = name if step == node.param else f"{name}.{step}"
+            self.attention(shifted, self.names[id(shifted)])
+            previous = shifted
+
     def comparison(self, node: Bool, name: str) -> None:
         """``L >= 0``: ``(L + 1/2) / (t + 1)`` by uniform causal attention (BOS included), its
         sign by layer normalization, the bit by an FFN. A vector counted through two nodes of
@@ -883,20 +965,24 @@ class _TransformerCompiler:
 
     def compile(self, program: Bool, dtype) -> RaspTransformer:
         for node in nodes(program):
-            if id(node) not in self.names or isinstance(node, Count) or node.op == "Q":
+            if id(node) not in self.names or isinstance(node, Count) or node.op in (
+                    "Q", "periodic"):
                 continue
             name = self.names[id(node)]
             if node.op in ("leftmost", "rightmost"):
                 self.attention(node, name)
+            elif node.op == "local":
+                self.local(node, name)
             elif node.op == "atleast0":
                 self.comparison(node, name)
             else:
                 self.expression(node, name)
-        if program.op == "Q":  # Y(i) := Q_a(i)
+        if program.op in ("Q", "periodic"):  # Y(i) := Q_a(i), or [i ≡ r (mod k)]
             self.expression(Bool("and", (program, Bool("const", param=True))), "Y")
         layout = Layout(*self.dims)
         return RaspTransformer(layout, [self._sublayer(spec, layout, dtype)
-                                        for spec in self.specs], self.bos, dtype)
+                                        for spec in self.specs], self.bos, dtype,
+                               self.periodic)
 
     @staticmethod
     def _sublayer(spec, layout: Layout, dtype) -> Sublayer:
@@ -930,7 +1016,9 @@ def to_transformer(program, dtype=torch.float64) -> RaspTransformer:
     value at the chosen ``j``, or the default); a comparison of counts a softmax attention
     with causal masking, uniform over the BOS position and the string up to ``i`` (the
     average ``(L + 1/2) / (t + 1)`` of the count ``L`` at the ``t``-th symbol), a layer
-    normalization at ``eps = 0`` (its sign) and an FFN (the bit). B-RASP needs no position
+    normalization at ``eps = 0`` (its sign) and an FFN (the bit); a local predicate
+    ``P(i - c)`` ``c`` attentions to the previous position; a periodic predicate a dimension
+    of the embedding (a position encoding of period ``k``). B-RASP needs no position
     encoding and no BOS ([yang2024masked]); counts need the BOS, as in [yang2024counting].
 
     Every line's dimensions are declared before any sublayer writes them (a line false
@@ -1011,4 +1099,25 @@ def is_b_rasp(program) -> bool:
     """Whether ``program`` is a B-RASP program (no counts): its circuit is then in AC⁰."""
     return not any(isinstance(node, Count) or node.op == "atleast0"
                    for node in nodes(_program(program)))
+
+
+def is_c_rasp(program) -> bool:
+    """Whether ``program`` is a C-RASP program, with positional predicates or without: counts,
+    comparisons, Boolean operations, symbol tests, :func:`periodic` and :func:`local`, but no
+    :func:`leftmost` or :func:`rightmost` attention."""
+    return not any(isinstance(node, Bool) and node.op in ("leftmost", "rightmost")
+                   for node in nodes(_program(program)))
+
+
+def positional_predicates(program) -> tuple:
+    """The kinds of positional predicate a C-RASP program reads, a sorted tuple of
+    ``"local"`` and ``"periodic"``: ``()`` for C-RASP without positions, the class that
+    [huang2025formal] match with transformers without position encoding (NoPE). A program
+    with leftmost or rightmost attention is refused with a ``ValueError``."""
+    program = _program(program)
+    if not is_c_rasp(program):
+        raise ValueError("program must be a C-RASP program: it uses leftmost or rightmost "
+                         "attention (B-RASP), which C-RASP does not have")
+    return tuple(sorted({node.op for node in nodes(program)
+                         if isinstance(node, Bool) and node.op in ("local", "periodic")}))
 

@@ -132,6 +132,33 @@ def test_the_key_value_cache_gives_the_same_logits(positions):
 
 
 @pytest.mark.parametrize("positions", POSITIONS)
+def test_an_offset_reads_the_positions_after_it(positions):
+    """Tokens read at offset ``first`` give the logits of the last positions of a longer
+    sequence, for a causal model whose earlier tokens cannot change them: the position
+    encodings that depend on the position (learned, sinusoidal, RoPE) see it moved; none and
+    ALiBi (which reads only distances) are the same at every offset."""
+    config, _, params = built(positions)
+    tokens = tokens_for(8, n=6)
+    with torch.no_grad():
+        moved = logits(params, tokens, config, first=5)
+        alone = logits(params, tokens, config)
+        if positions in ("learned", "sinusoidal"):  # a position vector added: a shifted table
+            shifted = dict(params)
+            if positions == "learned":
+                shifted["position.weight"] = params["position.weight"][5:]
+                torch.testing.assert_close(moved, logits(shifted, tokens, config), rtol=1e-12,
+                                           atol=1e-12)
+            assert (moved - alone).abs().max() > 1e-6
+        elif positions == "rope":  # rotation by position: scores depend on differences only
+            torch.testing.assert_close(moved, alone, rtol=1e-9, atol=1e-9)
+        else:
+            torch.testing.assert_close(moved, alone, rtol=0, atol=0)
+    if positions == "learned":  # 16 positions: offset 11 reaches position 16
+        with pytest.raises(ValueError, match="beyond the 16 positions"):
+            logits(params, tokens, config, first=11)
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
 def test_stacked_models_equal_each_model_alone(positions):
     config, _, _ = built(positions)
     seeds = [5, 6, 7]

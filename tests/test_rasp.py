@@ -17,8 +17,12 @@ from companion.rasp import (
     evaluate,
     from_data,
     is_b_rasp,
+    is_c_rasp,
     leftmost,
     listing,
+    local,
+    periodic,
+    positional_predicates,
     rightmost,
     run,
     to_circuit,
@@ -326,3 +330,77 @@ def test_every_gate_of_a_compiled_circuit_is_read_by_its_output(name):
     for node in range(circuit.n_nodes - 1, n - 1, -1):
         assert node in read, f"gate {node} is read by no one"
         read.update(circuit.gates[node - n][1])
+
+
+# Programs with positional predicates, and their languages written directly on a str.
+POSITIONAL = {
+    "no 000": (count(Q("0") & local(Q("0"), 1) & local(Q("0"), 2)) <= 0,
+               lambda s: "000" not in s),
+    "1 at every even position": (count(periodic(2, 0) & Q("0")) <= 0,
+                                 lambda s: set(s[::2]) <= {"1"}),
+    "even length": (periodic(2, 1), lambda s: len(s) % 2 == 0),
+    "the symbol 3 back is 1": (local(Q("1"), 3), lambda s: len(s) > 3 and s[-4] == "1"),
+    "more 1s at positions 0 mod 3 than 0s elsewhere": (
+        count(periodic(3, 0) & Q("1")) > count(~periodic(3, 0) & Q("0")),
+        lambda s: sum(c == "1" for c in s[::3]) > sum(
+            c == "0" for k, c in enumerate(s) if k % 3)),
+}
+
+
+@pytest.mark.parametrize("name", POSITIONAL)
+def test_positional_predicates_three_ways_on_every_short_string(name):
+    program, language = POSITIONAL[name]
+    transformer = to_transformer(program)
+    for m in range(1, 11):
+        w = all_strings(m)
+        expected = torch.tensor([language(s) for s in _strings(w)])
+        assert torch.equal(run(program, w), expected), m
+        assert torch.equal(transformer.accepts(w), expected), m
+        assert torch.equal(to_circuit(program, m).evaluate(w), expected), m
+    long = mixed_strings(101, torch.Generator().manual_seed(0))
+    expected = torch.tensor([language(s) for s in _strings(long)])
+    assert torch.equal(run(program, long), expected)
+    assert torch.equal(transformer.accepts(long), expected)
+    assert torch.equal(run(from_data(to_data(program)), long), expected)
+
+
+def test_which_programs_are_c_rasp_and_which_positions_they_read():
+    assert positional_predicates(EXAMPLES["majority"]) == ()
+    assert positional_predicates(POSITIONAL["no 000"][0]) == ("local",)
+    assert positional_predicates(POSITIONAL["even length"][0]) == ("periodic",)
+    both = count(local(Q("1"), 1) & periodic(2, 0)) > 0
+    assert positional_predicates(both) == ("local", "periodic")
+    assert is_c_rasp(both) and not is_c_rasp(EXAMPLES["first"])
+    assert is_b_rasp(local(Q("1"), 2)) and is_c_rasp(local(Q("1"), 2))
+    with pytest.raises(ValueError, match="program must be a C-RASP program"):
+        positional_predicates(EXAMPLES["no_11"])
+
+
+def test_a_local_predicate_is_one_line_and_wires_in_the_circuit():
+    program = local(Q("1"), 2) & Q("0")
+    assert listing(program) == "P1(i) := Q_1(i - 2)\nY(i) := P1(i) ∧ Q_0(i)"
+    assert listing(periodic(3, 1)) == "Y(i) := [i ≡ 1 (mod 3)]"
+    # a local predicate is a wire (no gate), a periodic one a constant folded away: one
+    # MAJORITY gate over the five even positions' bits
+    wire = to_circuit(local(Q("1"), 2), 9)
+    assert not wire.gates and wire.output == 6
+    circuit = to_circuit(count(periodic(2, 0) & Q("1")) > 2, 9)
+    assert circuit.depth == 1 and [kind for kind, _ in circuit.gates][-1] == "MAJORITY"
+    assert sorted(circuit.gates[-1][1])[:5] == [0, 2, 4, 6, 8]
+
+
+def test_bad_positional_predicates_are_refused():
+    with pytest.raises(ValueError, match="modulus"):
+        periodic(1, 0)
+    with pytest.raises(ValueError, match="residue"):
+        periodic(3, 3)
+    with pytest.raises(TypeError, match="modulus"):
+        periodic(2.0, 0)
+    with pytest.raises(ValueError, match="offset"):
+        local(Q("1"), 0)
+    with pytest.raises(ValueError, match="vector must be a vector over positions"):
+        local(at_j(Q("1")), 1)
+    with pytest.raises(TypeError, match="vector must be a Boolean vector"):
+        local(count(Q("1")), 1)
+    with pytest.raises(ValueError, match="periodic's param"):
+        from_data([["periodic", [], 2]])

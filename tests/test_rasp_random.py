@@ -1,9 +1,10 @@
 """companion.rasp on random programs that nobody picked: B-RASP, C-RASP and programs that mix
-them, drawn from a seed over the whole public API. On every string up to a length, the program
-run (:func:`run`), its transformer (:func:`to_transformer`) and its circuit
-(:func:`to_circuit`) give the same verdicts, and :func:`run` gives those of an interpreter
-written here, string by string, from the chapter's definitions of B-RASP and C-RASP
-(book/attention_logic.ipynb), which shares no code with companion.rasp.
+them, with periodic and local positional predicates, drawn from a seed over the whole public
+API. On every string up to a length, the program run (:func:`run`), its transformer
+(:func:`to_transformer`) and its circuit (:func:`to_circuit`) give the same verdicts, and
+:func:`run` gives those of an interpreter written here, string by string, from the chapter's
+definitions of B-RASP and C-RASP (book/attention_logic.ipynb), which shares no code with
+companion.rasp.
 
 A program is drawn first as a plain tree of tuples, which the interpreter reads, and then made
 from that tree with the library's constructors, as a student would write it: a symbol test
@@ -26,7 +27,9 @@ from companion.rasp import (
     count,
     leftmost,
     listing,
+    local,
     nodes,
+    periodic,
     rightmost,
     run,
     to_circuit,
@@ -37,7 +40,8 @@ from companion.rasp import (
 #   vectors, one bit per position:
 #     ("Q", a), ("const", b), ("not", P), ("and", P, R), ("or", P, R),
 #     ("attention", "leftmost" or "rightmost", mask, S, V, D) with pairs S, V and a vector D,
-#     ("compare", op, C, D) with counts C, D and op one of < <= > >=;
+#     ("compare", op, C, D) with counts C, D and op one of < <= > >=,
+#     ("periodic", k, r), [i = r mod k], and ("local", P, c), P at i - c (0 for i < c);
 #   pairs, the scores and values of attention, predicates of i and j:
 #     ("at_i", P), ("at_j", P), ("const", b), ("not", S), ("and", S, T), ("or", S, T);
 #   counts, an integer per position:
@@ -54,7 +58,7 @@ class Programs:
 
     def __init__(self, rng: random.Random, family: str, depth: int = 4):
         self.rng, self.depth = rng, depth
-        self.kinds = ["not", "and", "or"] + {"B-RASP": ["attention"] * 3,
+        self.kinds = ["not", "and", "or", "local"] + {"B-RASP": ["attention"] * 3,
                                              "C-RASP": ["compare"] * 3,
                                              "mixed": ["attention", "attention", "compare"]}[family]
         self.made: list[tuple[tuple, int]] = []  # (vector, the depth it was drawn with)
@@ -65,7 +69,7 @@ class Programs:
             self.made = []
             tree = self.vector(self.depth)
             used = {kind for kind in ("attention", "compare") if kind in repr(tree)}
-            if used >= set(self.kinds[3:]):
+            if used >= set(self.kinds[4:]):
                 return tree
 
     def vector(self, depth: int) -> tuple:
@@ -74,9 +78,17 @@ class Programs:
         if shared and rng.random() < 0.15:
             return rng.choice(shared)
         if depth == 0 or rng.random() < 0.2:
-            return ("Q", rng.choice("01")) if rng.random() < 0.85 else ("const", rng.random() < .5)
+            roll = rng.random()
+            if roll < 0.1:
+                k = rng.randint(2, 4)
+                return ("periodic", k, rng.randrange(k))
+            return ("Q", rng.choice("01")) if roll < 0.88 else ("const", rng.random() < .5)
         kind = rng.choice(self.kinds)
-        if kind == "not":
+        if kind == "local" and rng.random() < 0.5:  # half as often as the others
+            kind = "not"
+        if kind == "local":
+            tree = ("local", self.vector(depth - 1), rng.randint(1, 3))
+        elif kind == "not":
             tree = ("not", self.vector(depth - 1))
         elif kind in ("and", "or"):
             tree = (kind, self.vector(depth - 1), self.vector(depth - 1))
@@ -142,6 +154,10 @@ def build(tree: tuple, symbol_tests: str, rng: random.Random):
         kind, *parts = tree
         if kind in ("const", "int"):
             return parts[0]
+        if kind == "periodic":
+            return periodic(*parts)
+        if kind == "local":
+            return local(node(parts[0]), parts[1])
         if kind == "not":
             inner = node(parts[0])
             return (not inner) if isinstance(inner, bool) else ~inner
@@ -188,6 +204,10 @@ def reference(tree: tuple, s: str) -> bool:
             return s[i] == parts[0]
         if kind == "const":
             return parts[0]
+        if kind == "periodic":  # [i = r mod k]
+            return i % parts[0] == parts[1]
+        if kind == "local":  # P(i - c), false before the string
+            return i >= parts[1] and vector(parts[0], i - parts[1])
         if kind == "not":
             return not vector(parts[0], i)
         if kind == "and":
@@ -360,7 +380,7 @@ def test_the_drawn_programs_use_the_whole_language():
                 [node.param] if node.op == "atleast0" else node.args)]
             read_twice += len(reads) > len(set(reads))
     assert kinds == {"Q", "const", "not", "and", "or", "attention", "compare", "at_i", "at_j",
-                     "count", "int", "+", "-", "times"}
+                     "count", "int", "+", "-", "times", "periodic", "local"}
     assert searches - {None} == {(d, m) for d in ("leftmost", "rightmost")
                                  for m in ("all", "past", "future")}
     assert several_q > 50 and read_twice > 50, (several_q, read_twice)
