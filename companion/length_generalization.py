@@ -13,12 +13,14 @@ Tasks (inputs are token ids, the answer one class):
 * ``modular_arithmetic``: numbers 0-4 at even positions, operators ``+ - *`` (ids 5, 6, 7)
   between them, an odd length; the class is the value mod 5, multiplications first.
 
-The model is the encoder of :mod:`companion.training` widened for several classes, with the
+The model is the book's one small transformer, :class:`companion.model.Model`, with the
 read-out of [deletang2023chomsky] §4: a learned embedding of the tokens and of an output
 token (id ``vocab``) appended after the input, the fixed sinusoidal position embedding, pre-norm
-``nn.TransformerEncoderLayer`` s, and a linear output, one logit per class, on the output
-token, the last position. The models of one task (seeds x variants) are trained together as
-one vmapped computation.
+``nn.TransformerEncoderLayer`` s attending in both directions, no final layer norm, and a
+linear output, one logit per class, read at the output token, the last position
+(:func:`config`). The models of one task (seeds x variants) are trained together by
+:func:`companion.model.train`, the scaled variant with its attention logits multiplied by
+``log n``.
 """
 
 import json
@@ -28,29 +30,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
-from tqdm import tqdm
 
+from companion import model as core
 from companion import runtime
 from companion._checks import (
     check_choice,
     check_device,
     check_generator,
     check_int,
-    check_keys,
-    check_layers,
     check_number,
     check_tensor,
 )
-from companion.training import (
-    LAYER_PARAMETERS,
-    SCORE_BUDGET,
-    VARIANTS,
-    encoder_layer,
-    stack_modules,
-)
-from companion.transformer import sinusoidal_position_embedding
+from companion.training import SCORE_BUDGET, VARIANTS
 
 
 @dataclass(frozen=True)
@@ -98,38 +89,29 @@ def _arithmetic(batch: int, length: int, generator: torch.Generator):
     return tokens, (value + term) % 5
 
 
-class Classifier(nn.Module):
-    """One model in plain PyTorch, standard attention: ``forward(tokens)``,
-    tokens ``LongTensor[B, L]``, gives the class logits ``[B, classes]`` read
-    at the output token (appended at position ``L``, so ``n = L + 1``)."""
+def config(task: str, d: int = 64, heads: int = 4, layers: int = 2) -> core.Config:
+    """The shape of ``task``'s model (a :class:`companion.model.Config`): ``d`` wide, ``heads``
+    heads, ``layers`` layers, attention in both directions, fixed sinusoidal positions, no
+    final layer norm, one logit per class, and the task's tokens and output token."""
+    check_choice(task, "task", tuple(TASKS))
+    return core.Config(vocab=TASKS[task].vocab + 1, outputs=TASKS[task].classes, d=d,
+                       heads=heads, layers=layers, positions="sinusoidal", causal=False,
+                       final_norm=False)
 
-    def __init__(self, task: str, d: int = 64, heads: int = 4, layers: int = 2,
-                 eps: float = 1e-5):
-        super().__init__()
-        check_choice(task, "task", tuple(TASKS))
-        d = check_int(d, "d", minimum=1)
-        heads = check_int(heads, "heads", minimum=1)
-        layers = check_int(layers, "layers", minimum=1)
-        eps = check_number(eps, "eps", minimum=0)
-        if d % heads:
-            raise ValueError(f"d must be a multiple of heads, "
-                             f"got d = {d} and heads = {heads}")
-        # token ids 0..vocab-1, and vocab for the output token
-        self.embedding = nn.Embedding(TASKS[task].vocab + 1, d)
-        layer = nn.TransformerEncoderLayer(
-            d, heads, 4 * d, dropout=0.0, batch_first=True, layer_norm_eps=eps,
-            norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers,
-                                             enable_nested_tensor=False)
-        self.output = nn.Linear(d, TASKS[task].classes)
-        self.output_token = TASKS[task].vocab
+
+class Classifier(core.Model):
+    """One model in plain PyTorch, standard attention: forward(tokens),
+    tokens a LongTensor[B, L] of the task's ids, gives the class logits
+    [B, classes] read at the output token, appended at position L (so
+    n = L + 1)."""
+
+    def __init__(self, task: str, d: int = 64, heads: int = 4, layers: int = 2):
+        super().__init__(config(task, d, heads, layers))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Class logits ``[B, classes]`` of ``tokens: LongTensor[B, L]``
-        (``L = 0`` allowed)."""
-        _check_tokens(tokens, self.output_token)
-        x = _embed(self.embedding.weight, tokens, self.output_token)
-        return self.output(self.encoder(x)[:, -1])
+        """Class logits [B, classes] of tokens (L = 0 allowed)."""
+        _check_tokens(tokens, self.config.vocab - 1)
+        return super().forward(with_output_token(tokens, self.config.vocab - 1))[:, -1]
 
 
 def _check_tokens(tokens, vocab: int) -> None:
@@ -142,28 +124,11 @@ def _check_tokens(tokens, vocab: int) -> None:
         raise ValueError(f"tokens must hold ids 0..{vocab - 1} (the task's input tokens)")
 
 
-def _embed(embedding: torch.Tensor, tokens: torch.Tensor, output_token: int) -> torch.Tensor:
-    output = torch.full((tokens.shape[0], 1), output_token, dtype=tokens.dtype,
+def with_output_token(tokens: torch.Tensor, output_token: int) -> torch.Tensor:
+    """``tokens: LongTensor[..., L]`` followed by ``output_token``: ``[..., L + 1]``."""
+    output = torch.full((*tokens.shape[:-1], 1), output_token, dtype=tokens.dtype,
                         device=tokens.device)
-    symbols = torch.cat([tokens, output], dim=1)
-    n, d = symbols.shape[1], embedding.shape[1]
-    return embedding[symbols] + sinusoidal_position_embedding(n, d).to(embedding)
-
-
-def classifier_logits(p: dict, tokens, scale, heads: int, layers: int, output_token: int):
-    """One :class:`Classifier`'s logits ``[B, classes]`` from its parameters ``p`` (by the
-    module's names), attention logits multiplied by ``scale`` (1, or ``log n``)."""
-    layers = check_int(layers, "layers", minimum=1)
-    check_keys(p, "p", ["embedding.weight", "output.weight", "output.bias"] + [
-        f"encoder.layers.{layer}.{name}" for layer in range(layers) for name in LAYER_PARAMETERS])
-    check_layers(p, "p", "encoder.layers.", layers)
-    x = _embed(p["embedding.weight"], tokens, output_token)
-    no_counts = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
-    for layer in range(layers):
-        weights = {name.removeprefix(f"encoder.layers.{layer}."): value
-                   for name, value in p.items()}
-        x, _ = encoder_layer(weights, x, no_counts, scale, heads, 1e-5, norm_first=True)
-    return F.linear(x[:, -1], p["output.weight"], p["output.bias"])
+    return torch.cat([tokens, output], dim=-1)
 
 
 @dataclass
@@ -278,32 +243,30 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
         raise ValueError(f"d must be a multiple of heads, got d = {d} and heads = {heads}")
     device = check_device(device) or runtime.device()
     models = [(seed, variant) for seed in seeds for variant in VARIANTS]
-    params = stack_modules(lambda: Classifier(task, d, heads, layers),
-                           [seed for seed, _ in models], device=device)
+    shape = config(task, d, heads, layers)
+    params = core.stack(shape, [seed for seed, _ in models], device=device)
     scaled = [variant == "scaled" for _, variant in models]
     output_token = TASKS[task].vocab
-    forward = torch.func.vmap(
-        lambda p, tokens, scale: classifier_logits(p, tokens, scale, heads, layers, output_token))
-    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    forward = core.stacked_logits(shape)
     draw_length = torch.Generator().manual_seed(seeds[0])
     data = {seed: torch.Generator().manual_seed(seed + 1) for seed in seeds}
 
     def batches(length, size):  # one batch per seed, shared by its variants: [models, B, L]
         drawn = {seed: sample(task, size, length, data[seed]) for seed in seeds}
-        tokens = torch.stack([drawn[seed][0] for seed, _ in models]).to(device)
-        labels = torch.stack([drawn[seed][1] for seed, _ in models]).to(device)
+        tokens = torch.stack([drawn[seed][0] for seed, _ in models])
+        labels = torch.stack([drawn[seed][1] for seed, _ in models])
         n = tokens.shape[-1] + 1
         scale = torch.tensor([math.log(n) if s else 1.0 for s in scaled], device=device)
-        return tokens, labels, scale
+        return with_output_token(tokens, output_token).to(device), labels.to(device), scale
 
-    for _ in tqdm(range(steps), desc=task, disable=not progress, leave=False):
+    def training_batch(step):  # the label at the output token, the last position
         length = int(torch.randint(1, max_train_length + 1, (1,), generator=draw_length))
         tokens, labels, scale = batches(length, batch)
-        logits = forward(params, tokens, scale)
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), reduction="sum")
-        optimizer.zero_grad()
-        loss.backward()  # a sum over models: each model's gradient is its own loss's
-        optimizer.step()
+        targets = torch.full_like(tokens, core.IGNORE)
+        targets[..., -1] = labels
+        return tokens, targets, 0, scale
+
+    core.train(params, shape, training_batch, steps, lr, progress, task)
     correct = torch.zeros(len(models), len(lengths))
     with torch.no_grad():
         for column, length in enumerate(lengths):
@@ -312,7 +275,7 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
             chunk = max(1, SCORE_BUDGET // (len(models) * heads * (length + 1) ** 2))
             for start in range(0, test_batch, chunk):
                 part = slice(start, start + chunk)
-                predicted = forward(params, tokens[:, part], scale).argmax(dim=-1)
+                predicted = forward(params, tokens[:, part], scale)[:, :, -1].argmax(dim=-1)
                 correct[:, column] += (predicted == labels[:, part]).sum(dim=1).cpu()
     accuracy = (correct / test_batch).reshape(len(seeds), len(VARIANTS), len(lengths))
     return Benchmark(task, seeds, VARIANTS, lengths, max_train_length, accuracy)

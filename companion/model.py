@@ -1,8 +1,10 @@
 """One small trainable transformer for the learning chapters, and one training loop.
 
 The model (:class:`Model`, plain PyTorch modules): a learned embedding of the tokens, pre-norm
-``nn.TransformerEncoderLayer`` s (ReLU, no dropout), a final layer norm and a linear output of
-``config.outputs`` logits at every position. Tokens are a ``LongTensor[B, n]`` of ids
+``nn.TransformerEncoderLayer`` s (ReLU, no dropout), a final layer norm (unless
+``config.final_norm`` is False) and a linear output of ``config.outputs`` logits at every
+position. Attention logits may be multiplied by a factor, per model (log-length scaling,
+[chiang2022overcoming]: ``scale = log n``). Tokens are a ``LongTensor[B, n]`` of ids
 ``0..vocab-1``; positions count from 0. Attention is causal (a query ``i`` sees the keys
 ``j <= i``) unless ``config.causal`` is False, and the position encoding is one of
 :data:`POSITIONS`:
@@ -64,8 +66,8 @@ class Config:
     width ``d`` split over ``heads``, ``layers`` layers with a feed-forward width ``d_ff``
     (``4 d`` when None), the position encoding ``positions`` (one of :data:`POSITIONS`),
     ``causal`` attention or not, ``max_length`` positions for ``"learned"`` (the longest
-    sequence the model can read), and ``alibi_slopes``, ``"steep"`` (``2^-h``) or
-    ``"press"``."""
+    sequence the model can read), ``alibi_slopes``, ``"steep"`` (``2^-h``) or ``"press"``,
+    and whether a layer norm comes before the output (``final_norm``)."""
 
     vocab: int
     outputs: int
@@ -77,6 +79,7 @@ class Config:
     causal: bool = True
     max_length: int = 512
     alibi_slopes: str = "steep"
+    final_norm: bool = True
 
     def __post_init__(self):
         for name in ("vocab", "outputs", "d", "heads", "layers"):
@@ -87,6 +90,7 @@ class Config:
         check_bool(self.causal, "causal")
         check_int(self.max_length, "max_length", minimum=1, maximum=MAX_LENGTH)
         check_choice(self.alibi_slopes, "alibi_slopes", ("steep", "press"))
+        check_bool(self.final_norm, "final_norm")
         if self.d % self.heads:
             raise ValueError(f"d must be a multiple of heads, got d = {self.d} and "
                              f"heads = {self.heads}")
@@ -118,7 +122,8 @@ class Model(nn.Module):
         self.layers = nn.ModuleList(nn.TransformerEncoderLayer(
             config.d, config.heads, config.hidden, dropout=0.0,
             batch_first=True, norm_first=True) for _ in range(config.layers))
-        self.norm = nn.LayerNorm(config.d)
+        if config.final_norm:
+            self.norm = nn.LayerNorm(config.d)
         self.output = nn.Linear(config.d, config.outputs)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -130,7 +135,9 @@ def parameter_names(config: Config) -> list:
     """The names of a :class:`Model`'s parameters."""
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
-    names = ["embedding.weight", "norm.weight", "norm.bias", "output.weight", "output.bias"]
+    names = ["embedding.weight", "output.weight", "output.bias"]
+    if config.final_norm:
+        names += ["norm.weight", "norm.bias"]
     if config.positions == "learned":
         names.append("position.weight")
     return names + [f"layers.{layer}.{name}" for layer in range(config.layers)
@@ -193,14 +200,17 @@ def rotate(x: torch.Tensor, first: int = 0) -> torch.Tensor:
     return torch.cat([low * cos - high * sin, low * sin + high * cos], dim=-1)
 
 
-def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0) -> torch.Tensor:
+def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0,
+           scale: float = 1.0) -> torch.Tensor:
     """One model's logits ``[B, n, outputs]`` of ``tokens: LongTensor[B, n]`` from its
     parameters ``params`` (by the names of :class:`Model`'s modules), the tokens at the
     positions ``first .. first + n - 1`` (a position offset, as in training with random
-    offsets, so that every learned position is trained)."""
+    offsets, so that every learned position is trained), every attention logit multiplied by
+    ``scale``."""
     first = check_int(first, "first", minimum=0)
+    scale = check_number(scale, "scale", above=0)
     _check(params, tokens, config, first)
-    return _pass(params, tokens, config, first=first)[0]
+    return _pass(params, tokens, config, first=first, scale=scale)[0]
 
 
 def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
@@ -217,8 +227,8 @@ def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values
 
 
 def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
-          first: int = 0):
-    """:func:`extend` without the checks (``first``: :func:`logits`'s position offset)."""
+          first: int = 0, scale=1.0):
+    """:func:`extend` without the checks (``first`` and ``scale``: :func:`logits`'s)."""
     heads, d = config.heads, config.d
     x = p["embedding.weight"][tokens]
     B, t, _ = x.shape
@@ -250,13 +260,14 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
         k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
         all_keys.append(k)
         all_values.append(v)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d // heads) + bias
+        scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads) + bias
         attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
         x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
         y = F.layer_norm(x, (d,), w["norm2.weight"], w["norm2.bias"])
         hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
         x = x + F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
-    x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
+    if config.final_norm:
+        x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
     out = F.linear(x, p["output.weight"], p["output.bias"])
     return out, torch.stack(all_keys), torch.stack(all_values)
 
@@ -271,13 +282,21 @@ def stack(config: Config, seeds, dtype=torch.float32, device=None) -> dict:
 
 
 def stacked_logits(config: Config, first: int = 0):
-    """:func:`logits` over stacked models: a function ``(params, tokens)`` of the stacked
-    parameters (name -> ``[models, ...]``) and ``tokens: LongTensor[models, B, n]`` at the
-    positions ``first .. first + n - 1`` that returns ``[models, B, n, outputs]``."""
+    """:func:`logits` over stacked models: a function ``(params, tokens, scale=None)`` of the
+    stacked parameters (name -> ``[models, ...]``), ``tokens: LongTensor[models, B, n]`` at the
+    positions ``first .. first + n - 1`` and each model's factor on its attention logits
+    (``[models]``, or None for 1) that returns ``[models, B, n, outputs]``."""
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
     first = check_int(first, "first", minimum=0)
-    return torch.func.vmap(lambda p, tokens: _pass(p, tokens, config, first=first)[0])
+    plain = torch.func.vmap(lambda p, tokens: _pass(p, tokens, config, first=first)[0])
+    scaled = torch.func.vmap(
+        lambda p, tokens, s: _pass(p, tokens, config, first=first, scale=s)[0])
+
+    def forward(params, tokens, scale=None):
+        return plain(params, tokens) if scale is None else scaled(params, tokens, scale)
+
+    return forward
 
 
 def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
@@ -286,7 +305,8 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
     them) for ``steps`` Adam steps with learning rate ``lr``. ``batches(step)`` returns the
     step's ``tokens: LongTensor[models, B, n]`` and ``targets: LongTensor[models, B, n]``, a
     class ``0..outputs-1`` at every supervised position and :data:`IGNORE` elsewhere, and may
-    return a third item, the step's position offset ``first`` (see :func:`logits`). Each
+    return a third item, the step's position offset ``first`` (see :func:`logits`), and a
+    fourth, each model's factor on its attention logits (``[models]``). Each
     model's loss is its mean cross-entropy over its supervised positions, and its gradient that
     loss's alone. Returns the losses in bits, ``[models, steps]``; ``params`` are updated in
     place."""
@@ -298,18 +318,19 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
     models = next(iter(params.values())).shape[0]
     losses = torch.zeros(models, steps)
     for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
-        tokens, targets, *offset = batches(step)
+        tokens, targets, *more = batches(step)
         if tokens.shape[0] != models or targets.shape != tokens.shape:
             raise ValueError(f"batches must give tokens and targets of one shape [models = "
                              f"{models}, B, n], got {list(tokens.shape)} and "
                              f"{list(targets.shape)}")
-        first = offset[0] if offset else 0
+        first = more[0] if more else 0
+        scale = more[1] if len(more) > 1 else None
         limit = config.max_length if config.positions == "learned" else MAX_LENGTH
         if check_int(first, "the offset batches gives", minimum=0) + tokens.shape[-1] > limit:
             raise ValueError(f"batches' tokens at offset {first} reach position "
                              f"{first + tokens.shape[-1] - 1}, beyond the {limit} this model "
                              f"reads")
-        out = stacked_logits(config, first)(params, tokens)
+        out = stacked_logits(config, first)(params, tokens, scale)
         each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
                                reduction="none").reshape(targets.shape).sum(dim=(1, 2))
         mean = each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)

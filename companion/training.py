@@ -25,6 +25,10 @@ it, the 1s after it) with multiplicities, and attention over positions becomes a
 types with ``log(count)`` added to each logit. This is exact, and it makes a string of length
 1000 cost as little as one of length 3. PARITY's features differ at every position, so its
 strings keep one type per position.
+
+This recognizer is the book's one learned model outside :mod:`companion.model`, which every
+other learning experiment trains (Chapters 9 to 11): it is post-norm, as the paper's, reads
+position features, and runs over token types, none of which the shared model does.
 """
 
 import hashlib
@@ -164,11 +168,11 @@ LAYER_PARAMETERS = ("self_attn.in_proj_weight", "self_attn.in_proj_bias",
 """The parameters of one ``nn.TransformerEncoderLayer``, by their names in that module."""
 
 
-def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float,
-                  norm_first: bool = False):
-    """``nn.TransformerEncoderLayer`` (ReLU, no dropout; post-norm, or pre-norm with
-    ``norm_first``, as that module's argument) over token types, with its parameters ``w`` by
-    their names in that module; also returns the attention weights ``[S, heads, T, T]``."""
+def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
+    """``nn.TransformerEncoderLayer`` (ReLU, no dropout, post-norm, the paper's) over token
+    types, with its parameters ``w`` by their names in that module; also returns the attention
+    weights ``[S, heads, T, T]``. (The book's other learned models are pre-norm:
+    :mod:`companion.model`.)"""
     check_keys(w, "w", LAYER_PARAMETERS)
     S, T, d = x.shape
     if d % heads:
@@ -177,18 +181,16 @@ def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float,
     def norm(y, name):
         return F.layer_norm(y, (d,), w[f"{name}.weight"], w[f"{name}.bias"], eps)
 
-    y = norm(x, "norm1") if norm_first else x
-    qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+    qkv = F.linear(x, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
     q, k, v = (t.reshape(S, T, heads, d // heads).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
     logits = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
     alpha = torch.softmax(logits + log_counts[:, None, None, :], dim=-1)  # a type counts k times
     attended = (alpha @ v).transpose(1, 2).reshape(S, T, d)
     attended = F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
-    x = x + attended if norm_first else norm(x + attended, "norm1")
-    y = norm(x, "norm2") if norm_first else x
-    hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
+    x = norm(x + attended, "norm1")
+    hidden = torch.relu(F.linear(x, w["linear1.weight"], w["linear1.bias"]))
     ffn = F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
-    return (x + ffn if norm_first else norm(x + ffn, "norm2")), alpha
+    return norm(x + ffn, "norm2"), alpha
 
 
 @dataclass

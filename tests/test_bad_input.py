@@ -316,9 +316,6 @@ CASES = [
                                             device="cpu", progress=False),
      "seed", bad_ints(0)),
     # length generalization
-    ("Classifier eps", lambda v: length_generalization.Classifier("parity_check", d=4, heads=2,
-                                                                  eps=v),
-     "eps", bad_numbers(minimum=0)),
     ("Classifier heads", lambda v: length_generalization.Classifier("parity_check", d=10,
                                                                     heads=v),
      "heads", st.one_of(bad_ints(1), st.sampled_from([3, 4]))),
@@ -375,9 +372,6 @@ CASES = [
      st.sampled_from(["1e400", "-2e309", ["1e999"]])),
     ("bootstrap_difference before", lambda v: length_generalization.bootstrap_difference(
         v, [0.1]), "before", st.sampled_from([["a"], [None], {"a": 1}])),
-    ("classifier_logits p", lambda v: length_generalization.classifier_logits(
-        v, torch.zeros(1, 2, dtype=torch.long), 1.0, 2, 2, 2), "p",
-     st.sampled_from([{}, None, {"embedding.weight": torch.zeros(3, 4)}])),
     ("run seeds", lambda v: length_generalization.run("parity_check", v, 1, 1, [2], 1,
                                                       progress=False), "seeds",
      st.sampled_from([5, None])),
@@ -745,11 +739,6 @@ def test_scratchpad_refuses_the_parameters_of_more_layers_than_layers():
     for layers, error in ((0, ValueError), ("2", TypeError)):
         with pytest.raises(error, match="layers"):
             scratchpad.config(4, 1, layers)
-    classifier = dict(length_generalization.Classifier("parity_check", d=4, heads=2,
-                                                       layers=2).named_parameters())
-    with pytest.raises(ValueError, match="p " + refusal):
-        length_generalization.classifier_logits(classifier, torch.zeros(1, 2, dtype=torch.long),
-                                                1.0, 2, 1, 2)
 
 
 @pytest.mark.parametrize("call", [model.logits, model.extend])

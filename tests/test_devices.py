@@ -6,7 +6,7 @@ input's device fails here as it would on a GPU (or returns its result on the wro
 import pytest
 import torch
 
-from companion import length_generalization, residual
+from companion import length_generalization, model, residual
 from companion.recall import MODEL_NAMES, RecallModels, RecallTask
 from companion.training import HEADS, Recognizer, logits_and_attention, token_types
 
@@ -62,7 +62,10 @@ def test_the_trained_recognizers_forward_follows_its_parameters_device(language)
 def test_the_benchmarks_classifier_follows_its_parameters_device(task):
     tokens, _ = length_generalization.sample(task, 3, 7, torch.Generator().manual_seed(0))
     spec = length_generalization.TASKS[task]
-    logits = length_generalization.classifier_logits(
-        _on_meta(length_generalization.Classifier(task)), tokens.to(META),
-        torch.tensor(2.0, device=META), heads=4, layers=2, output_token=spec.vocab)
-    assert logits.device == META and logits.shape == (3, spec.classes)
+    shape = length_generalization.config(task)
+    params = {name: value[None] for name, value in
+              _on_meta(length_generalization.Classifier(task)).items()}  # one stacked model
+    tokens = length_generalization.with_output_token(tokens, spec.vocab).to(META)
+    logits = model.stacked_logits(shape)(params, tokens[None],
+                                         torch.tensor([2.0], device=META))
+    assert logits.device == META and logits.shape == (1, 3, 8, spec.classes)

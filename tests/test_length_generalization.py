@@ -7,18 +7,19 @@ import math
 import pytest
 import torch
 
-from companion import length_generalization
+from companion import length_generalization, model
 from companion.length_generalization import (
     TASKS,
     Benchmark,
     Classifier,
     bootstrap_difference,
-    classifier_logits,
+    config,
     load,
     run,
     sample,
     summary,
 )
+from companion.transformer import sinusoidal_position_embedding
 
 
 def evaluate_as_python(tokens):
@@ -51,15 +52,24 @@ def test_modular_arithmetic_has_odd_length_and_alternates():
     assert (tokens[:, ::2] < 5).all() and (tokens[:, 1::2] >= 5).all()
 
 
-def test_functional_classifier_matches_pytorch_encoder():
-    module = Classifier("cycle_navigation", d=16, heads=2, layers=2).double().train()
+def test_the_classifier_is_pytorchs_own_encoder_read_at_the_output_token():
+    """The classifier against PyTorch's modules called as they are: the embedding plus the
+    sinusoids, each ``nn.TransformerEncoderLayer`` without a mask (attention both ways), no
+    final norm, the output layer at the output token; the scaled variant differs."""
+    module = Classifier("cycle_navigation", d=16, heads=2, layers=2).double()
     tokens, _ = sample("cycle_navigation", 4, 11, torch.Generator().manual_seed(2))
-    params = dict(module.named_parameters())
+    symbols = length_generalization.with_output_token(tokens, 3)
     with torch.no_grad():
-        ours = classifier_logits(params, tokens, 1.0, heads=2, layers=2, output_token=3)
-        torch.testing.assert_close(ours, module(tokens), rtol=1e-10, atol=1e-10)
-        scaled = classifier_logits(params, tokens, math.log(12), heads=2, layers=2, output_token=3)
-    assert not torch.allclose(scaled, ours)
+        x = module.embedding(symbols) + sinusoidal_position_embedding(12, 16).double()
+        for layer in module.layers:
+            x = layer(x)
+        expected = module.output(x[:, -1])
+        torch.testing.assert_close(module(tokens), expected, rtol=1e-10, atol=1e-10)
+        params = dict(module.named_parameters())
+        scaled = model.logits(params, symbols, config("cycle_navigation", 16, 2, 2),
+                              scale=math.log(12))[:, -1]
+    assert not torch.allclose(scaled, expected)
+    assert not hasattr(module, "norm")
 
 
 def test_run_shapes_scores_and_chunked_testing(monkeypatch):

@@ -158,6 +158,42 @@ def test_an_offset_reads_the_positions_after_it(positions):
             logits(params, tokens, config, first=11)
 
 
+@pytest.mark.parametrize("positions", ["none", "learned", "rope"])
+def test_a_scale_on_the_attention_logits_is_a_scaled_query(positions):
+    """Scaling every attention logit by s is scaling each layer's queries (their weights and
+    bias) by s; stacked, each model takes its own factor."""
+    config, _, params = built(positions)
+    tokens = tokens_for(9, n=8)
+    scaled = dict(params)
+    for layer in range(LAYERS):
+        for kind in ("weight", "bias"):
+            name = f"layers.{layer}.self_attn.in_proj_{kind}"
+            factor = torch.ones_like(params[name])
+            factor[:D] = 2.5  # the query rows
+            scaled[name] = params[name] * factor
+    with torch.no_grad():
+        expected = logits(scaled, tokens, config)
+        torch.testing.assert_close(logits(params, tokens, config, scale=2.5), expected,
+                                   rtol=1e-10, atol=1e-12)
+        stacked = {name: torch.stack([value, value]) for name, value in params.items()}
+        both = model.stacked_logits(config)(stacked, torch.stack([tokens, tokens]),
+                                            torch.tensor([1.0, 2.5], dtype=torch.float64))
+    torch.testing.assert_close(both[0], logits(params, tokens, config), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(both[1], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_without_a_final_norm_the_model_has_none():
+    config, module, params = built("none", final_norm=False)
+    assert not hasattr(module, "norm") and "norm.weight" not in params
+    tokens = tokens_for(10)
+    with torch.no_grad():
+        x = module.embedding(tokens)
+        mask = torch.triu(torch.full((7, 7), -math.inf, dtype=x.dtype), 1)
+        for layer in module.layers:
+            x = layer(x, src_mask=mask)
+        torch.testing.assert_close(module(tokens), module.output(x), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("positions", POSITIONS)
 def test_stacked_models_equal_each_model_alone(positions):
     config, _, _ = built(positions)
