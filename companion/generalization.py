@@ -378,14 +378,17 @@ GENERALIZES = 0.9
 
 def predictions():
     """The tasks and the theory's predictions, one row per task (pandas ``DataFrame``):
-    the language, the prediction without positions (NoPE) and with learned ones (APE), and
-    the reason."""
+    whether it is predicted to generalize without positions (``NoPE``) and with learned ones
+    (``APE``), ``"yes"`` or ``"no"``, and why."""
     import pandas as pd  # on first use only, like companion.tables
 
     return pd.DataFrame.from_dict({name: {
-        "language": task.title, "NoPE": _word(task.predicted["none"]),
-        "APE": _word(task.predicted["learned"]), "why": task.why}
-        for name, task in TASKS.items()}, orient="index")
+        "NoPE": _yes(task.predicted["none"]), "APE": _yes(task.predicted["learned"]),
+        "why": task.why} for name, task in TASKS.items()}, orient="index")
+
+
+def _yes(value: bool) -> str:
+    return "yes" if value else "no"
 
 
 def _word(generalizes: bool) -> str:
@@ -421,8 +424,9 @@ def measured(result: Result, samples: int = 1000, generator: torch.Generator | N
 
 
 def against_huang(result: Result):
-    """For the tasks Huang et al. ran too: their accuracy (%, per bin) beside this run's mean
-    accuracy (%) on the same bins, one row per task and encoding (``DataFrame``)."""
+    """For the tasks Huang et al. ran too: their accuracy (%) per bin, and this run's mean
+    accuracy (%) on its own bins, in rows by task, encoding and ``"Huang"`` or ``"ours"``
+    (``DataFrame``, columns ``bin 0`` to ``bin 2``, bin 0 the training lengths)."""
     import pandas as pd
 
     if not isinstance(result, Result):
@@ -433,30 +437,31 @@ def against_huang(result: Result):
             if task not in HUANG:
                 continue
             ours = (100 * result.accuracy[i, j].mean(dim=0)).tolist()
-            theirs = HUANG[task][encoding]
-            row = {f"Huang bin {k}": theirs[k] for k in range(3)}
-            row |= {f"ours bin {k}": ours[k] for k in range(min(3, len(ours)))}
-            rows[(task, "NoPE" if encoding == "none" else "APE")] = row
+            name = "NoPE" if encoding == "none" else "APE"
+            rows[(task, name, "Huang")] = {f"bin {k}": v for k, v in
+                                           enumerate(HUANG[task][encoding])}
+            rows[(task, name, "ours")] = {f"bin {k}": v for k, v in enumerate(ours[:3])}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def compact(table):
-    """:func:`measured`'s table for reading: each range's mean, the longest bin's with its
-    interval as one text, ``"0.96 [0.93, 0.98]"`` (where the table has one), and ``agrees`` as
-    yes/no."""
+def compact(table, encoding: str):
+    """The rows of one ``encoding`` (``"NoPE"`` or ``"APE"``) of :func:`measured`'s table,
+    narrowed for reading on a phone: whether each task is predicted to generalize (``pred.``,
+    yes/no), each range's mean accuracy, and the longest bin's 95% interval as one text,
+    ``"0.93–0.98"`` (where the table has one)."""
     import pandas as pd
 
     if not isinstance(table, pd.DataFrame) or "measured" not in table.columns:
         raise TypeError("table must be the DataFrame that measured gives")
-    ranges = [c for c in table.columns if c not in ("predicted", "measured", "agrees")
+    check_choice(encoding, "encoding", ("NoPE", "APE"))
+    rows = table.xs(encoding, level=1)
+    ranges = [c for c in rows.columns if c not in ("predicted", "measured", "agrees")
               and not c.endswith((" low", " high"))]
-    out = table[["predicted"]].copy()
+    out = pd.DataFrame({"pred.": (rows["predicted"] == "generalizes").map(_yes)})
     for name in ranges:
-        text = table[name].map("{:.2f}".format)
-        if name == ranges[-1] and f"{name} low" in table.columns:
-            text = text + " [" + table[f"{name} low"].map("{:.2f}".format) + ", " + table[
-                f"{name} high"].map("{:.2f}".format) + "]"
-        out[name] = text
-    out["measured"] = table["measured"]
-    out["agrees"] = table["agrees"].map({True: "yes", False: "no"})
+        out[name.replace("-", "–")] = rows[name].map("{:.2f}".format)
+    last = ranges[-1]
+    if f"{last} low" in rows.columns:
+        out["95%"] = rows[f"{last} low"].map("{:.2f}".format) + "–" + rows[
+            f"{last} high"].map("{:.2f}".format)
     return out

@@ -89,13 +89,17 @@ def _arithmetic(batch: int, length: int, generator: torch.Generator):
     return tokens, (value + term) % 5
 
 
-def config(task: str, d: int = 64, heads: int = 4, layers: int = 2) -> core.Config:
-    """The shape of ``task``'s model (a :class:`companion.model.Config`): ``d`` wide, ``heads``
-    heads, ``layers`` layers, attention in both directions, fixed sinusoidal positions, no
-    final layer norm, one logit per class, and the task's tokens and output token."""
+def config(task: str, d: int = 64, heads: int = 4,
+           layers: int = 2) -> core.Config:
+    """The shape of task's model (a companion.model.Config): d wide,
+    heads heads, layers layers, attention in both directions, fixed
+    sinusoidal positions, no final layer norm, one logit per class, and the
+    task's tokens and output token (this docstring is plain text: the book
+    prints the function)."""
     check_choice(task, "task", tuple(TASKS))
-    return core.Config(vocab=TASKS[task].vocab + 1, outputs=TASKS[task].classes, d=d,
-                       heads=heads, layers=layers, positions="sinusoidal", causal=False,
+    return core.Config(vocab=TASKS[task].vocab + 1,
+                       outputs=TASKS[task].classes, d=d, heads=heads,
+                       layers=layers, positions="sinusoidal", causal=False,
                        final_norm=False)
 
 

@@ -586,6 +586,48 @@ def plot_length_generalization(benchmarks, axes=None):
     return axes
 
 
+def plot_generalization(result, axes=None):
+    """Two panels from a :class:`companion.generalization.Result`, one per position encoding
+    (titled *no positions (NoPE)* and *learned positions (APE)*): each task's mean accuracy
+    over seeds on the training lengths and on each longer bin, a solid line where the theory
+    predicts that the task generalizes with that encoding and a dashed one where it predicts
+    failure; a dotted line at chance (0.5), a thin one at the verdict's threshold. Each panel
+    has its own labels and legend, since on a phone they stand one under another. Returns the
+    axes."""
+    from companion.generalization import GENERALIZES, Result, predicted
+
+    if not isinstance(result, Result):
+        raise TypeError(f"result must be a Result of companion.generalization.run, got "
+                        f"{type(result).__name__}")
+    if axes is None:
+        _, axes = plt.subplots(1, len(result.encodings), squeeze=False, layout="constrained",
+                               figsize=(3.6 * len(result.encodings), 5.0))
+        axes = axes.flatten()
+    panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    if len(panels) != len(result.encodings):
+        raise ValueError(f"axes must hold one Axes per encoding ({len(result.encodings)}), "
+                         f"got {len(panels)}")
+    ranges = [f"1–{result.bins[0][0] - 1}" if result.bins else "train"] + [
+        f"{low}–{high}" for low, high in result.bins]
+    titles = {"none": "no positions (NoPE)", "learned": "learned positions (APE)"}
+    for j, (ax, encoding) in enumerate(zip(panels, result.encodings, strict=True)):
+        for i, task in enumerate(result.tasks):
+            mean = result.accuracy[i, j].double().mean(dim=0)
+            style = "-" if predicted(task, encoding) else "--"
+            ax.plot(range(len(ranges)), mean, style, marker="o", markersize=3,
+                    color=f"C{i % 10}", label=task.replace("_", " "))
+        ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
+        ax.axhline(GENERALIZES, color="gray", linewidth=0.5)
+        ax.set_xticks(range(len(ranges)), ranges)
+        ax.set_ylim(0.3, 1.02)
+        ax.set_title(titles[encoding])
+        ax.set_xlabel("string lengths")
+        ax.set_ylabel("accuracy, mean over seeds")
+        ax.legend(frameon=False, fontsize="small", ncols=2, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.17), handlelength=1.5, columnspacing=0.8)
+    return axes
+
+
 def plot_scratchpad(outcome, axes=None):
     """Two panels from a :class:`companion.scratchpad.Outcome`, one line per condition (answer
     only dashed with squares, the filler dotted with triangles, scratchpad solid with

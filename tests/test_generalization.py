@@ -148,3 +148,30 @@ def test_bad_input_is_refused():
         gen.measured({})
     with pytest.raises(ValueError, match="values must be a 1-d"):
         gen.bootstrap_mean([[0.5]])
+
+
+def test_the_narrow_tables_say_the_same():
+    right, chance = [[1.0, 1.0]] * 10, [[1.0, 0.5]] * 10
+    table = gen.measured(_result([[chance, right], [chance, chance]]))
+    narrow = gen.compact(table, "APE")
+    assert list(narrow.columns) == ["pred.", "1–4", "5–8", "95%"]
+    assert list(narrow.index) == ["first", "parity"]
+    assert list(narrow["pred."]) == ["yes", "no"]
+    assert list(narrow["5–8"]) == ["1.00", "0.50"] and narrow.loc["first", "95%"] == "1.00–1.00"
+    assert list(gen.compact(table, "NoPE")["5–8"]) == ["0.50", "0.50"]
+    assert set(gen.predictions().columns) == {"NoPE", "APE", "why"}
+    with pytest.raises(TypeError, match="table must be"):
+        gen.compact(gen.predictions(), "APE")
+    with pytest.raises(ValueError, match="encoding"):
+        gen.compact(table, "none")
+
+
+def test_huangs_numbers_sit_beside_ours_by_task_encoding_and_source():
+    accuracy = torch.full((2, 2, 10, 3), 0.5, dtype=torch.float64)
+    result = gen.Result(["parity", "first"], list(gen.ENCODINGS), list(range(10)),
+                        [(5, 8), (9, 12)], accuracy, None, {})
+    table = gen.against_huang(result)  # FIRST is not among Huang et al.'s tasks
+    assert list(table.index) == [("parity", e, who) for e in ("NoPE", "APE")
+                                 for who in ("Huang", "ours")]
+    assert tuple(table.loc[("parity", "APE", "Huang")]) == gen.HUANG["parity"]["learned"]
+    assert (table.xs("ours", level=2) == 50.0).all().all()

@@ -151,6 +151,26 @@ def test_length_generalization_draws_each_variants_mean_and_chance():
     assert len(alone.figure.axes) == 1  # no empty panel beside a single task
 
 
+def test_generalization_draws_each_task_styled_by_its_prediction():
+    from companion.generalization import ENCODINGS, TASKS, Result, predicted
+
+    tasks = list(TASKS)
+    accuracy = torch.rand(len(tasks), 2, 3, 3, generator=torch.Generator().manual_seed(0))
+    result = Result(tasks, list(ENCODINGS), [0, 1, 2], [(13, 24), (25, 36)], accuracy, None, {})
+    axes = plotting.plot_generalization(result)
+    assert [ax.get_title() for ax in axes] == ["no positions (NoPE)", "learned positions (APE)"]
+    for j, (ax, encoding) in enumerate(zip(axes, ENCODINGS, strict=True)):
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        for i, task in enumerate(tasks):
+            line = lines[task.replace("_", " ")]
+            np.testing.assert_allclose(line.get_ydata(), accuracy[i, j].double().mean(dim=0))
+            assert line.get_linestyle() == ("-" if predicted(task, encoding) else "--")
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["1–12", "13–24", "25–36"]
+        assert ax.get_legend() is not None and ax.get_ylabel()
+    with pytest.raises(TypeError, match="result must be a Result"):
+        plotting.plot_generalization({})
+
+
 def _shown(figure) -> dict:
     """The MIME bundle plotting.show displays for ``figure``."""
     from unittest import mock
