@@ -24,7 +24,14 @@ from tqdm import tqdm
 
 from companion import model as core
 from companion import runtime
-from companion._checks import check_choice, check_device, check_generator, check_int, check_number
+from companion._checks import (
+    check_callable,
+    check_choice,
+    check_device,
+    check_generator,
+    check_int,
+    check_number,
+)
 from companion.languages import as_strings
 from companion.rasp import Q, count, local, periodic
 
@@ -71,16 +78,50 @@ TASKS = {
 }
 
 
-def _task(task: str) -> str:
-    return check_choice(task, "task", tuple(TASKS))
+@dataclass(frozen=True, eq=False)
+class Custom:
+    """A task of the reader's own: its ``name``, its ``language`` (a function of strings
+    ``LongTensor[B, m]`` to ``BoolTensor[B]``, like :func:`label`) and the prediction made for
+    it before training (``predicted``: ``{"none": bool, "learned": bool}``). :func:`run` trains
+    on it as on the named tasks, on uniformly random strings, so a language with few strings
+    inside (or few outside) is learned as a constant."""
+
+    name: str
+    language: object
+    predicted: dict
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str, got {self.name!r}")
+        check_callable(self.language, "language")
+        if not (isinstance(self.predicted, dict) and set(self.predicted) == set(ENCODINGS)
+                and all(isinstance(v, bool) for v in self.predicted.values())):
+            raise ValueError(f"predicted must be a dict of a bool for each of {ENCODINGS}, got "
+                             f"{self.predicted!r}")
 
 
-def label(task: str, w) -> torch.Tensor:
+def _task(task):
+    """A named task's name, or a :class:`Custom` task as it is."""
+    return task if isinstance(task, Custom) else check_choice(task, "task", tuple(TASKS))
+
+
+def name_of(task) -> str:
+    """A task's name: the name itself, or a :class:`Custom` task's ``name``."""
+    return _task(task).name if isinstance(task, Custom) else _task(task)
+
+
+def label(task, w) -> torch.Tensor:
     """Whether each string of ``w`` (``LongTensor[B, m]``, ``m >= 1``) is in ``task``'s
-    language: ``BoolTensor[B]``."""
+    language (a name of :data:`TASKS` or a :class:`Custom` task): ``BoolTensor[B]``."""
     task, w = _task(task), as_strings(w)
     if w.shape[1] == 0:
         raise ValueError("w must hold strings of length m >= 1")
+    if isinstance(task, Custom):
+        verdict = task.language(w)
+        if not (isinstance(verdict, torch.Tensor) and verdict.shape == (len(w),)):
+            raise ValueError(f"the language of task {task.name!r} must give one verdict per "
+                             f"string, a tensor of shape [{len(w)}]")
+        return verdict.bool()
     ones = w.sum(dim=1)
     zeros = w.shape[1] - ones
     if task == "majority":
@@ -111,7 +152,7 @@ def label(task: str, w) -> torch.Tensor:
 def certificate(task: str):
     """The C-RASP program of ``task``'s language (a program of :mod:`companion.rasp`), or None
     for a task predicted to fail."""
-    task = _task(task)
+    task = check_choice(task, "task", tuple(TASKS))
     zero, one = Q("0"), Q("1")
     at_start = count(True) <= 1  # position 0: the only one with a count of 1
     first_is_1 = count(at_start & one) >= 1
@@ -132,21 +173,24 @@ def certificate(task: str):
     return None
 
 
-def predicted(task: str, encoding: str) -> bool:
+def predicted(task, encoding: str) -> bool:
     """The theory's prediction for ``task`` with ``encoding`` (``"none"`` or ``"learned"``):
-    whether a model trained on short strings recognizes long ones."""
-    return TASKS[_task(task)].predicted[check_choice(encoding, "encoding", ENCODINGS)]
+    whether a model trained on short strings recognizes long ones (a :class:`Custom` task's
+    own)."""
+    task, encoding = _task(task), check_choice(encoding, "encoding", ENCODINGS)
+    return (task if isinstance(task, Custom) else TASKS[task]).predicted[encoding]
 
 
 def strings(task: str, batch: int, m: int, generator: torch.Generator) -> torch.Tensor:
     """``batch`` strings of length ``m`` for ``task``: uniformly random for a language with
     about as many strings inside as outside (MAJORITY, FIRST, even pairs, PARITY), else half
     drawn inside the language and half just outside it (one symbol flipped, or a near miss),
-    in random order; ``0^m`` for ``aa_star``. ``LongTensor[batch, m]``."""
+    in random order; ``0^m`` for ``aa_star``; uniformly random for a :class:`Custom` task.
+    ``LongTensor[batch, m]``."""
     task = _task(task)
     batch, m = check_int(batch, "batch", minimum=1), check_int(m, "m", minimum=1)
     generator = check_generator(generator)
-    if task in ("majority", "first", "even_pairs", "parity"):
+    if isinstance(task, Custom) or task in ("majority", "first", "even_pairs", "parity"):
         return torch.randint(2, (batch, m), generator=generator)
     if task == "aa_star":
         return torch.zeros(batch, m, dtype=torch.long)
@@ -207,7 +251,7 @@ def dataset(task: str, lengths, per_length: int, generator: torch.Generator):
     ``LongTensor[N, 1 + max(lengths)]`` (BOS, the string, PAD after it), the ``position`` of
     each string's last symbol and its ``label`` (``LongTensor[N]`` each)."""
     lengths = [check_int(m, "every length", minimum=1) for m in lengths]
-    if _task(task) in EVEN_ONLY:
+    if name_of(task) in EVEN_ONLY and not isinstance(task, Custom):
         lengths = [m for m in lengths if m % 2 == 0]
     if not lengths:
         raise ValueError(f"lengths must name at least one length (an even one for {task})")
@@ -246,7 +290,8 @@ def run(tasks=tuple(TASKS), encodings=ENCODINGS, seeds=range(10), max_train_leng
         bins=((21, 40), (41, 60)), steps: int = 400, batch: int = 32, per_length: int = 64,
         test_per_length: int = 16, d: int = 32, heads: int = 2, layers: int = 2,
         lr: float = 1e-3, device=None, progress: bool = True) -> Result:
-    """Train one model per task, encoding and seed (all of them stacked, one computation) on
+    """Train one model per task (a name of :data:`TASKS` or a :class:`Custom` task), encoding
+    and seed (all of them stacked, one computation) on
     ``per_length`` strings of every length ``1..max_train_length`` (the task's
     :func:`dataset`, drawn once from the first seed), ``steps`` Adam steps of ``batch``
     strings each, the loss the cross-entropy of the verdict at the last symbol. Models with
@@ -260,6 +305,9 @@ def run(tasks=tuple(TASKS), encodings=ENCODINGS, seeds=range(10), max_train_leng
     seeds = [check_int(seed, "every seed", minimum=0) for seed in seeds]
     if not tasks or not encodings or not seeds:
         raise ValueError("tasks, encodings and seeds must each name at least one")
+    names = [name_of(task) for task in tasks]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tasks must have distinct names, got {names}")
     max_train_length = check_int(max_train_length, "max_train_length", minimum=1)
     bins = [tuple(check_int(x, "a bin's end", minimum=1) for x in b) for b in bins]
     previous = max_train_length
@@ -419,7 +467,7 @@ def measured(result: Result, samples: int = 1000, generator: torch.Generator | N
                     row[f"{name} low"], row[f"{name} high"] = low, high
             row["measured"] = _word(row[names[-1]] >= GENERALIZES)
             row["agrees"] = row["measured"] == row["predicted"]
-            rows[(task, "NoPE" if encoding == "none" else "APE")] = row
+            rows[(name_of(task), "NoPE" if encoding == "none" else "APE")] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -434,7 +482,7 @@ def against_huang(result: Result):
     rows = {}
     for i, task in enumerate(result.tasks):
         for j, encoding in enumerate(result.encodings):
-            if task not in HUANG:
+            if not isinstance(task, str) or task not in HUANG:
                 continue
             ours = (100 * result.accuracy[i, j].mean(dim=0)).tolist()
             name = "NoPE" if encoding == "none" else "APE"

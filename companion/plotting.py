@@ -594,7 +594,7 @@ def plot_generalization(result, axes=None):
     failure; a dotted line at chance (0.5), a thin one at the verdict's threshold. Each panel
     has its own labels and legend, since on a phone they stand one under another. Returns the
     axes."""
-    from companion.generalization import GENERALIZES, Result, predicted
+    from companion.generalization import GENERALIZES, Result, name_of, predicted
 
     if not isinstance(result, Result):
         raise TypeError(f"result must be a Result of companion.generalization.run, got "
@@ -615,7 +615,7 @@ def plot_generalization(result, axes=None):
             mean = result.accuracy[i, j].double().mean(dim=0)
             style = "-" if predicted(task, encoding) else "--"
             ax.plot(range(len(ranges)), mean, style, marker="o", markersize=3,
-                    color=f"C{i % 10}", label=task.replace("_", " "))
+                    color=f"C{i % 10}", label=name_of(task).replace("_", " "))
         ax.axhline(0.5, color="gray", linewidth=0.8, linestyle=":")
         ax.axhline(GENERALIZES, color="gray", linewidth=0.5)
         ax.set_xticks(range(len(ranges)), ranges)

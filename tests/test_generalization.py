@@ -175,3 +175,27 @@ def test_huangs_numbers_sit_beside_ours_by_task_encoding_and_source():
                                  for who in ("Huang", "ours")]
     assert tuple(table.loc[("parity", "APE", "Huang")]) == gen.HUANG["parity"]["learned"]
     assert (table.xs("ours", level=2) == 50.0).all().all()
+
+
+def test_a_task_of_ones_own_trains_beside_the_named_ones():
+    def ends_in_1(w):  # a language written here, not one of TASKS
+        return w[:, -1] == 1
+
+    mine = gen.Custom("ends_in_1", ends_in_1, {"none": True, "learned": True})
+    w = torch.tensor([[0, 1], [1, 0]])
+    assert gen.label(mine, w).tolist() == [True, False]
+    assert gen.predicted(mine, "none") and gen.name_of(mine) == "ends_in_1"
+    result = gen.run(tasks=[mine, "parity"], seeds=[0, 1], max_train_length=4, bins=[(5, 6)],
+                     steps=2, batch=4, per_length=4, test_per_length=2, d=8, heads=2,
+                     layers=1, device="cpu", progress=False)
+    table = gen.measured(result)
+    assert ("ends_in_1", "NoPE") in table.index and ("parity", "APE") in table.index
+    with pytest.raises(ValueError, match="predicted must be"):
+        gen.Custom("x", ends_in_1, {"none": True})
+    with pytest.raises(TypeError, match="language"):
+        gen.Custom("x", None, {"none": True, "learned": True})
+    with pytest.raises(ValueError, match="one verdict per string"):
+        gen.label(gen.Custom("x", lambda w: w, {"none": True, "learned": True}), w)
+    with pytest.raises(ValueError, match="distinct names"):
+        gen.run(tasks=[gen.Custom("parity", ends_in_1, mine.predicted), "parity"],
+                progress=False)
