@@ -601,7 +601,7 @@ def plot_generalization(result, axes=None):
                         f"{type(result).__name__}")
     if axes is None:
         _, axes = plt.subplots(1, len(result.encodings), squeeze=False, layout="constrained",
-                               figsize=(3.6 * len(result.encodings), 5.0))
+                               figsize=(3.6 * len(result.encodings), 4.2))
         axes = axes.flatten()
     panels = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
     if len(panels) != len(result.encodings):
