@@ -18,7 +18,6 @@ computation (:func:`companion.model.train`) and tests them on longer strings.
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -33,6 +32,7 @@ from companion._checks import (
     check_number,
 )
 from companion.languages import as_strings
+from companion.length_generalization import bootstrap_difference
 from companion.rasp import Q, count, local, periodic
 
 BOS, PAD = 2, 3  # token ids after the symbols 0 and 1
@@ -397,11 +397,8 @@ def bootstrap_mean(values, samples: int = 1000, generator: torch.Generator | Non
     if values.dim() != 1 or len(values) < 1:
         raise ValueError(f"values must be a 1-d sequence of runs, got shape "
                          f"{tuple(values.shape)}")
-    samples = check_int(samples, "samples", minimum=1, maximum=10**7)
-    picks = torch.randint(len(values), (samples, len(values)), generator=check_generator(
-        generator))
-    low, high = np.percentile(values[picks].mean(dim=1).numpy(), [2.5, 97.5])
-    return float(values.mean()), float(low), float(high)
+    # the paired bootstrap of Chapter 9, of the differences from 0: the same resampling
+    return bootstrap_difference(torch.zeros_like(values), values, samples, generator)
 
 
 #: Huang et al.'s published accuracies (%) per length bin, bins 0 (the training lengths), 1 and
