@@ -213,6 +213,17 @@ def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0,
     return _pass(params, tokens, config, first=first, scale=scale)[0]
 
 
+def norm_factors(params: dict, tokens: torch.Tensor, config: Config) -> torch.Tensor:
+    """The factor ``1 / sqrt(var + eps)`` by which each layer norm of one model scales its input
+    at each position of ``tokens: LongTensor[B, n]``: ``[norms, B, n]``, the norms in the order
+    norm1, norm2 of each layer, then the final norm (Hahn & Rofin's layer-norm blow-up is built
+    from these, :func:`companion.sharpness.blowup`)."""
+    _check(params, tokens, config)
+    norms = []
+    _pass(params, tokens, config, norms=norms)
+    return torch.stack(norms)
+
+
 def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values=None):
     """:func:`logits` of ``tokens: LongTensor[B, t]`` that continue a sequence whose earlier
     ``P`` positions left, in every layer, the keys and values ``keys``, ``values`` (each
@@ -227,9 +238,18 @@ def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values
 
 
 def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
-          first: int = 0, scale=1.0):
-    """:func:`extend` without the checks (``first`` and ``scale``: :func:`logits`'s)."""
+          first: int = 0, scale=1.0, norms: list | None = None):
+    """:func:`extend` without the checks (``first`` and ``scale``: :func:`logits`'s). When
+    ``norms`` is a list, each layer norm's factor ``1 / sqrt(var + eps)`` at every position
+    (``[B, t]``) is appended to it, in the order norm1, norm2 of each layer, then the final
+    norm."""
     heads, d = config.heads, config.d
+
+    def layer_norm(x, weight, bias):
+        if norms is not None:
+            norms.append((x.var(dim=-1, unbiased=False) + 1e-5).rsqrt())
+        return F.layer_norm(x, (d,), weight, bias)
+
     x = p["embedding.weight"][tokens]
     B, t, _ = x.shape
     if keys is None:
@@ -252,7 +272,7 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
     all_keys, all_values = [], []
     for layer in range(config.layers):
         w = {name: p[f"layers.{layer}.{name}"] for name in LAYER_PARAMETERS}
-        y = F.layer_norm(x, (d,), w["norm1.weight"], w["norm1.bias"])
+        y = layer_norm(x, w["norm1.weight"], w["norm1.bias"])
         qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
         q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
         if config.positions == "rope":
@@ -263,11 +283,11 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
         scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads) + bias
         attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
         x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
-        y = F.layer_norm(x, (d,), w["norm2.weight"], w["norm2.bias"])
+        y = layer_norm(x, w["norm2.weight"], w["norm2.bias"])
         hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
         x = x + F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
     if config.final_norm:
-        x = F.layer_norm(x, (d,), p["norm.weight"], p["norm.bias"])
+        x = layer_norm(x, p["norm.weight"], p["norm.bias"])
     out = F.linear(x, p["output.weight"], p["output.bias"])
     return out, torch.stack(all_keys), torch.stack(all_values)
 
@@ -297,6 +317,17 @@ def stacked_logits(config: Config, first: int = 0):
         return plain(params, tokens) if scale is None else scaled(params, tokens, scale)
 
     return forward
+
+
+def stacked_losses(params: dict, config: Config, tokens: torch.Tensor, targets: torch.Tensor,
+                   first: int = 0, scale=None) -> torch.Tensor:
+    """Each stacked model's mean cross-entropy (in nats) over its supervised positions:
+    ``[models]``, for ``tokens`` and ``targets`` as :func:`train`'s ``batches`` gives them
+    (``first`` and ``scale`` as there)."""
+    out = stacked_logits(config, first)(params, tokens, scale)
+    each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
+                           reduction="none").reshape(targets.shape).sum(dim=(1, 2))
+    return each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)
 
 
 def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
@@ -330,10 +361,7 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
             raise ValueError(f"batches' tokens at offset {first} reach position "
                              f"{first + tokens.shape[-1] - 1}, beyond the {limit} this model "
                              f"reads")
-        out = stacked_logits(config, first)(params, tokens, scale)
-        each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
-                               reduction="none").reshape(targets.shape).sum(dim=(1, 2))
-        mean = each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)
+        mean = stacked_losses(params, config, tokens, targets, first, scale)
         optimizer.zero_grad()
         mean.sum().backward()  # each model's gradient is its own mean loss's
         optimizer.step()

@@ -26,7 +26,9 @@ CHUNK = 2**16
 
 def values(f, n: int) -> torch.Tensor:
     """``f`` on every string of length ``n``, in :func:`companion.languages.all_strings` order:
-    ``BoolTensor[2^n]`` (on the CPU). ``n`` is at most 20."""
+    ``BoolTensor[..., 2^n]`` (on the CPU), the leading dimensions those of ``f``'s answers (none
+    for one function; ``[models]`` when ``f`` decides for a stack of models at once). ``n`` is
+    at most 20."""
     check_callable(f, "f")
     n = check_int(n, "n", minimum=0, maximum=MAX_ENUMERATED_LENGTH)
     strings = all_strings(n)
@@ -36,25 +38,30 @@ def values(f, n: int) -> torch.Tensor:
         out = f(chunk)
         if not isinstance(out, torch.Tensor) or out.dtype != torch.bool:
             got = f"dtype {out.dtype}" if isinstance(out, torch.Tensor) else type(out).__name__
-            raise TypeError(f"f must return a BoolTensor[B], one decision per string, got {got}")
-        if out.shape != (len(chunk),):
-            raise ValueError(f"f must return one decision per string, shape [{len(chunk)}], "
-                             f"got {list(out.shape)}")
+            raise TypeError(f"f must return a BoolTensor[..., B], one decision per string, "
+                            f"got {got}")
+        if out.dim() == 0 or out.shape[-1] != len(chunk) or (
+                parts and out.shape[:-1] != parts[0].shape[:-1]):
+            raise ValueError(f"f must return one decision per string, shape [..., "
+                             f"{len(chunk)}] (the same leading shape for every chunk), got "
+                             f"{list(out.shape)}")
         parts.append(out.cpu())
-    return torch.cat(parts)
+    return torch.cat(parts, dim=-1)
 
 
 def sensitivity_profile(f, n: int) -> torch.Tensor:
     """Each string's sensitivity ``s(f, x)``, the number of positions whose flip changes
-    ``f(x)``: ``LongTensor[2^n]`` in :func:`companion.languages.all_strings` order, for
-    ``n <= 20``."""
+    ``f(x)``: ``LongTensor[..., 2^n]`` in :func:`companion.languages.all_strings` order (the
+    leading dimensions as in :func:`values`), for ``n <= 20``."""
     decided = values(f, n)
-    rows = torch.arange(len(decided))
-    flips = [decided != decided[rows ^ (1 << (n - 1 - i))] for i in range(n)]
-    return torch.stack(flips).sum(dim=0) if flips else torch.zeros(1, dtype=torch.long)
+    rows = torch.arange(decided.shape[-1])
+    flips = [decided != decided[..., rows ^ (1 << (n - 1 - i))] for i in range(n)]
+    return torch.stack(flips).sum(dim=0) if flips else torch.zeros_like(decided, dtype=torch.long)
 
 
-def average_sensitivity(f, n: int) -> float:
+def average_sensitivity(f, n: int):
     """The mean of :func:`sensitivity_profile` over all ``2^n`` strings of length ``n``
-    (``n <= 20``): ``n`` for PARITY, 1 for FIRST."""
-    return sensitivity_profile(f, n).double().mean().item()
+    (``n <= 20``): ``n`` for PARITY, 1 for FIRST. A float, or a ``DoubleTensor[...]`` (one
+    average per model) when ``f`` decides for a stack of models."""
+    mean = sensitivity_profile(f, n).double().mean(dim=-1)
+    return mean.item() if mean.dim() == 0 else mean
