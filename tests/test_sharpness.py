@@ -65,8 +65,9 @@ def test_batches_are_each_models_language_at_its_length():
     tokens, targets = sharpness.batch(tasks, lengths, 64, torch.Generator().manual_seed(0))
     N = max(LENGTHS)
     assert tokens.shape == targets.shape == (len(lengths), 64, N + 1)
-    for m, (task, n) in enumerate(zip(tasks.tolist(), lengths.tolist())):
-        language = (parity, majority, first)[task]
+    for m, (task, n) in enumerate(zip(tasks.tolist(), lengths.tolist(), strict=True)):
+        language = {"parity": parity, "majority": majority, "first": first}[
+            list(sharpness.TASKS)[task]]
         assert (tokens[m, :, n:] == sharpness.OUTPUT).all()
         assert ((tokens[m, :, :n] == 0) | (tokens[m, :, :n] == 1)).all()
         supervised = targets[m] != model.IGNORE
