@@ -670,3 +670,52 @@ def plot_scratchpad(outcome, axes=None):
              ylim=(0, None))
     accuracy.legend(frameon=False)
     return axes
+
+
+def plot_sensitivity(ns, curves: dict, ax=None):
+    """Average sensitivity against the length ``n``, one curve per label of ``curves``
+    (label -> values at each ``n``), beside PARITY's ``n`` (dashed) and the envelope
+    ``sqrt(n)`` (dotted) that bounds one layer up to logarithmic factors."""
+    ns = _numbers(ns, "ns")
+    curves = _curves(curves, "curves", len(ns))
+    ax = _axes(ax, size=(4.6, 3.5))
+    styles = [("-", "o"), ("--", "s"), (":", "^"), ("-.", "v"), ("-", "D")]
+    for (label, ys), (line, marker) in zip(curves.items(), itertools.cycle(styles),
+                                          strict=False):
+        ax.plot(ns, ys, linestyle=line, marker=marker, markersize=3.5, markerfacecolor="none",
+                label=label)
+    grid = np.linspace(ns.min(), ns.max(), 100)
+    ax.plot(grid, grid, color="gray", linewidth=0.8, linestyle="--", label="$n$")
+    ax.plot(grid, np.sqrt(grid), color="gray", linewidth=0.8, linestyle=":",
+            label=r"$\sqrt{n}$")
+    ax.set_xlabel("$n$ (bits)")
+    ax.set_ylabel("average sensitivity")
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_sharpness(ns, panels: dict, axes=None):
+    """One panel per entry of ``panels`` (a y-axis label -> a dict from a task to its values
+    at each length ``ns``, NaN where there is none), each task a curve against ``n``, as
+    Hahn & Rofin plot sharpness, parameter norm and layer-norm blow-up. Draws on
+    ``len(panels)`` axes (new ones unless ``axes`` is given) and returns them."""
+    ns = _numbers(ns, "ns")
+    if not isinstance(panels, dict) or not panels:
+        raise TypeError("panels must be a non-empty dict from a y label to curves")
+    checked = {label: _curves(curves, f"panels[{label!r}]", len(ns))
+               for label, curves in panels.items()}
+    if axes is None:
+        _, axes = plt.subplots(1, len(checked), figsize=(3.2 * len(checked), 3.0),
+                               layout="constrained")
+    boxes = [_axes(ax) for ax in np.ravel(np.asarray(axes, dtype=object))]
+    if len(boxes) != len(checked):
+        raise ValueError(f"axes must be {len(checked)} Axes, got {len(boxes)}")
+    markers = itertools.cycle("osv^D")
+    for ax, (ylabel, curves) in zip(boxes, checked.items(), strict=True):
+        for (task, ys), marker in zip(curves.items(), markers, strict=False):
+            ax.plot(ns, ys, marker=marker, markersize=3.5, markerfacecolor="none", label=task)
+        ax.set_xlabel("$n$ (bits)")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks(ns)
+    boxes[0].legend(frameon=False, fontsize="small")
+    return axes

@@ -31,7 +31,8 @@ from tqdm import tqdm
 
 from companion import model as core
 from companion._checks import check_generator, check_int, check_number
-from companion.languages import first, majority, parity
+from companion.languages import all_strings, first, majority, parity
+from companion.sensitivity import average_sensitivity, values
 
 #: The functions :func:`fit` can train on, by name.
 TASKS = {"parity": parity, "majority": majority, "first": first}
@@ -207,3 +208,45 @@ def blowup(params: dict, config: core.Config, tokens: torch.Tensor,
     where = torch.where(last[None, :, None], own[:, None, :], reach[:, None, :])
     largest = scales.masked_fill(~where[:, :, None, :], 0).amax(dim=-1)  # [models, norms, B]
     return largest.prod(dim=1).mean(dim=1)
+
+
+def measure(result: Fit, size: int = 512, draws: int = 10,
+            generator: torch.Generator | None = None) -> dict:
+    """Everything the chapter reads from a :func:`fit`, one entry per model (``[models]``):
+    ``accuracy`` on every string of its length, ``fitted`` (accuracy 1), the ``sensitivity``
+    of its decisions (over all strings), its ``sharpness`` (``draws`` draws) and ``blowup``
+    on ``size`` fresh strings per model, and its ``norm``."""
+    if not isinstance(result, Fit):
+        raise TypeError(f"result must be a Fit, got {type(result).__name__}")
+    size = check_int(size, "size", minimum=1)
+    models = len(result.tasks)
+    accuracy = torch.zeros(models, dtype=torch.float64)
+    sensitivity = torch.zeros(models, dtype=torch.float64)
+    for n in sorted(set(result.lengths.tolist())):  # one exhaustive pass per length
+        chosen = (result.lengths == n).nonzero().flatten()
+        decide = result.decider(n)
+        strings = all_strings(n)
+        answers = torch.stack([TASKS[result.tasks[m]](strings) for m in chosen.tolist()])
+        accuracy[chosen] = (values(decide, n) == answers).double().mean(dim=1)
+        sensitivity[chosen] = average_sensitivity(decide, n)
+    tasks = torch.tensor([list(TASKS).index(task) for task in result.tasks])
+    tokens, targets = batch(tasks, result.lengths, size, generator)
+    return {"accuracy": accuracy, "fitted": accuracy == 1.0, "sensitivity": sensitivity,
+            "sharpness": sharpness(result.params, result.config, tokens, targets,
+                                   draws=draws, generator=generator),
+            "blowup": blowup(result.params, result.config, tokens, result.lengths),
+            "norm": parameter_norm(result.params)}
+
+
+def random_sensitivity(lengths, seeds, d: int = 32, heads: int = 2,
+                       layers: int = 1) -> torch.Tensor:
+    """The average sensitivity of randomly initialized models (PyTorch's default
+    initialization, one per seed in ``seeds``, the shape of :func:`config`): ``[lengths,
+    seeds]``, each over all strings of that length."""
+    lengths = [check_int(n, "every length", minimum=1) for n in lengths]
+    if not lengths:
+        raise ValueError("lengths must hold at least one length")
+    shape = config(max(lengths), d, heads, layers)
+    params = {name: p.detach() for name, p in core.stack(shape, list(seeds)).items()}
+    decide = decider(params, shape)
+    return torch.stack([average_sensitivity(decide, n) for n in lengths])

@@ -261,3 +261,22 @@ def test_a_figure_recorded_from_an_executed_notebook_is_shown_again_as_it_was(
     (tmp_path / "not_a_figure.json").write_text('{"text/plain": "1"}')
     with pytest.raises(ValueError, match="path must hold a figure bundle"):
         plotting.show_recorded(tmp_path / "not_a_figure.json")
+
+
+def test_sensitivity_and_sharpness_figures_draw_their_data():
+    ax = plotting.plot_sensitivity([2, 4, 8], {"PARITY": [2, 4, 8], "random": [0.5, 0.7, 0.6]})
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["random"].get_ydata(), [0.5, 0.7, 0.6])
+    np.testing.assert_allclose(lines[r"$\sqrt{n}$"].get_ydata()[-1], np.sqrt(8))
+    np.testing.assert_allclose(lines["$n$"].get_ydata()[[0, -1]], [2, 8])
+    panels = {"sharpness": {"parity": [0.1, float("nan")], "first": [0.0, 0.0]},
+              "norm": {"parity": [16.0, 17.0], "first": [16.0, 16.0]}}
+    axes = plotting.plot_sharpness([3, 4], panels)
+    assert [ax.get_ylabel() for ax in axes] == ["sharpness", "norm"]
+    np.testing.assert_allclose(axes[1].get_lines()[0].get_ydata(), [16.0, 17.0])
+    assert np.isnan(axes[0].get_lines()[0].get_ydata()[1])
+    with pytest.raises(ValueError, match="one entry per point"):
+        plotting.plot_sharpness([3, 4], {"norm": {"parity": [1.0]}})
+    with pytest.raises(TypeError, match="panels"):
+        plotting.plot_sharpness([3, 4], {})
+    plt.close("all")

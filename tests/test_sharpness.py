@@ -194,3 +194,31 @@ def test_stacked_sensitivity_refuses_answers_of_changing_shape():
             sensitivity.values(f, 3)
     finally:
         sensitivity.CHUNK = original
+
+
+def test_measure_reads_each_model_by_its_own_language():
+    result = sharpness.fit(["first", "parity"], [3], [0, 1], steps=2, size=8, d=8,
+                           generator=torch.Generator().manual_seed(0), progress=False)
+    read = sharpness.measure(result, size=16, draws=2,
+                             generator=torch.Generator().manual_seed(1))
+    strings = torch.tensor([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+    decide = result.decider(3)
+    for m, task in enumerate(result.tasks):
+        which = (result.lengths == 3).nonzero().flatten().tolist().index(m)
+        decisions = decide(strings)[which]
+        expected = {"first": first, "parity": parity}[task](strings)
+        assert read["accuracy"][m].item() == (decisions == expected).double().mean().item()
+        assert bool(read["fitted"][m]) == bool((decisions == expected).all())
+        assert read["sensitivity"][m].item() == average_sensitivity(
+            lambda w, which=which: decide(w)[which], 3)
+    assert all(read[key].shape == (4,) for key in ("sharpness", "blowup", "norm"))
+
+
+def test_random_models_have_one_sensitivity_per_length_and_seed():
+    table = sharpness.random_sensitivity([1, 2, 4], [0, 1, 2], d=8)
+    assert table.shape == (3, 3)
+    assert ((table >= 0) & (table <= torch.tensor([1, 2, 4])[:, None])).all()
+    shape = sharpness.config(4, d=8, layers=1)
+    params = {k: v.detach() for k, v in model.stack(shape, [1]).items()}
+    alone = average_sensitivity(lambda w: sharpness.decider(params, shape)(w)[0], 4)
+    assert table[2, 1].item() == alone
