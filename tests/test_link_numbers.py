@@ -1,5 +1,5 @@
 """A link whose text gives a number ("{prf:ref}`Proposition 7.2 <prop-sharpen>`",
-"{ref}`Fig. 12.2 <fig-recall-losses>`") gives the number the HTML and the PDF print for its
+"{ref}`Fig. 13.2 <fig-recall-losses>`") gives the number the HTML and the PDF print for its
 target (``course.numbers``), so that a chapter never calls a box or a figure by a paper's
 number or by the number it had before a chapter moved."""
 
