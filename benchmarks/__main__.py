@@ -87,6 +87,21 @@ def decoding_macs(decoder, positions: int, written: int) -> int:
     return total
 
 
+def decoding_bytes(decoder, positions: int, written: int) -> int:
+    """The bytes one string's greedy decoding by ``decoder`` must move through memory per
+    string, over ``positions`` positions, ``written`` of which write a token: at position ``i``
+    each head of each layer reads the ``i + 1`` cached keys and values it attends over
+    (``r_K + r_V`` numbers each) and writes its own, 8 bytes a number (float64). The weights
+    are shared by the batch and left out, as are the activations of one position, which stay
+    in cache: once a batch's keys and values outgrow the caches, this traffic is what a
+    step cannot avoid."""
+    total = 0
+    for _, W_K, W_V in Cache(decoder, 1, 1).weights:
+        heads, width = W_K.shape[0], W_K.shape[1] + W_V.shape[1]
+        total += (positions * (positions + 1) // 2 + positions) * heads * width * 8
+    return total
+
+
 def matmul_rate(batch: int, width: int = 256) -> float:
     """Multiply-adds per second of a float64 matmul ``[batch, width] @ [width, width]`` (the
     shape of the S5 decoder's FFN, ``d = 249``, 240 units) on :func:`device`, on the threads
@@ -98,18 +113,36 @@ def matmul_rate(batch: int, width: int = 256) -> float:
         return batch * width * width / time_call(lambda: x @ W, repeats=20)
 
 
+def copy_rate(numbers: int = 2**25) -> float:
+    """Bytes per second that a copy of ``numbers`` float64 numbers (256 MiB, far beyond any
+    cache) moves, read and write counted, on the threads :func:`companion.steps.decode` uses:
+    the machine's memory bandwidth as the decoders can use it."""
+    source = torch.ones(numbers, dtype=torch.float64, device=device())
+    target = torch.empty_like(source)
+    with using_threads():
+        return 2 * 8 * numbers / time_call(lambda: target.copy_(source), repeats=5)
+
+
+def profile_decoding(decoder, strings, top: int = 5) -> str:
+    """The ``top`` operations by their own CPU time in ``decode(decoder, strings)``, as
+    ``torch.profiler`` reports them: what a decoder's time goes to."""
+    with using_threads(), torch.profiler.profile() as profiler:
+        decode(decoder, strings)
+    return profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=top)
+
+
 def bench_decoding(batch=1000, m=1000):
     """Greedy decoding with intermediate steps (:func:`companion.steps.decode`), float64:
     written tokens per second of the PARITY decoder and the S5 decoder (``word_problem_dfa()``)
     on ``batch`` random strings of length ``m``, and of the increment Turing machine on
     ``batch`` strings ``1^m'``, its longest run (``m' + 1`` moves), ``m'`` the largest length up
-    to ``m`` that float64 decodes exactly (its ``max_positions`` at most 675). Beside each, the
-    bound that the arithmetic sets (:func:`decoding_macs`, at the speed of
-    :func:`matmul_rate`) and the fraction of it measured. The bound counts multiply-adds
-    alone: attention over a cache one or two numbers wide does about one multiply-add per
-    number it reads and one exp per score, so where attention is most of the work (PARITY,
-    the Turing machine) the fraction is small; S5's FFN runs at the matmul's speed."""
-    rate = matmul_rate(batch)
+    to ``m`` that float64 decodes exactly (its ``max_positions`` at most 675). Beside each, two
+    bounds on the machine it runs on: the arithmetic's (:func:`decoding_macs` at the speed of
+    :func:`matmul_rate`) and the memory's (:func:`decoding_bytes` at the bandwidth of
+    :func:`copy_rate`), and the fraction of the lower of the two that decoding reaches. Where
+    that fraction is below a third, a profile of the whole batch at a quarter of the length
+    says where the time goes."""
+    rate, bandwidth = matmul_rate(batch), copy_rate()
     m_tm = min(m, (tm_max_positions(torch.float64) - 1) // 2)
     w = random_strings(batch, m, generator=set_seed(0))
     cases = {"PARITY": (parity_decoder(), w),
@@ -119,9 +152,11 @@ def bench_decoding(batch=1000, m=1000):
     with using_threads():  # the threads decode computes on
         where = describe_device()
     print(f"\ngreedy decoding, float64, {batch} strings, on {where}; float64 matmul "
-          f"[{batch}, 256] @ [256, 256]: {rate / 1e9:.2f} G multiply-adds/s")
-    print(f"{'decoder':>16} {'m':>5} {'d':>4} {'MACs/token':>11} {'tokens/s':>10} "
-          f"{'bound':>10} {'fraction':>9}  (bound: tokens/s at the matmul's speed)")
+          f"[{batch}, 256] @ [256, 256]: {rate / 1e9:.2f} G multiply-adds/s; copy of 256 MiB: "
+          f"{bandwidth / 1e9:.2f} GB/s")
+    print(f"{'decoder':>16} {'m':>5} {'MACs/token':>11} {'bytes/token':>12} {'tokens/s':>10} "
+          f"{'arithmetic':>11} {'memory':>10} {'fraction':>9}")
+    slow = []
     for name, (decoder, strings) in cases.items():
         decoder = decoder.to(device())
         decode(decoder, strings[:2, :10])  # warm-up
@@ -135,9 +170,18 @@ def bench_decoding(batch=1000, m=1000):
         steps = written.shape[1]
         positions = 2 * steps if name != "TM increment" else strings.shape[1] + steps
         macs = decoding_macs(decoder, positions, steps) / steps  # per written token
-        measured, bound = batch * steps / seconds, rate / macs
-        print(f"{name:>16} {strings.shape[1]:>5} {decoder.layout.d:>4} {macs:>11,.0f} "
-              f"{measured:>10,.0f} {bound:>10,.0f} {measured / bound:>9.3f}")
+        moved = decoding_bytes(decoder, positions, steps) / steps
+        measured, by_arithmetic, by_memory = batch * steps / seconds, rate / macs, bandwidth / moved
+        fraction = measured / min(by_arithmetic, by_memory)
+        print(f"{name:>16} {strings.shape[1]:>5} {macs:>11,.0f} {moved:>12,.0f} "
+              f"{measured:>10,.0f} {by_arithmetic:>11,.0f} {by_memory:>10,.0f} "
+              f"{fraction:>9.3f}")
+        if fraction < 1 / 3:
+            slow.append((name, decoder, strings[:, :max(1, strings.shape[1] // 4)]))
+    for name, decoder, strings in slow:
+        print(f"\n{name}: below a third of the lower bound; where the time goes "
+              f"({len(strings)} strings of length {strings.shape[1]}):")
+        print(profile_decoding(decoder, strings))
 
 
 def bench_figure2(batch=1000):
