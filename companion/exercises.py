@@ -8,6 +8,7 @@ exercise asks for something true at every length, the check proves it: the atten
 of [chiang2024esslli] §5 are decided exactly, in rational arithmetic, for every length at once.
 """
 
+import math
 import re
 import textwrap
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from companion._checks import (
     check_callable,
     check_choice,
     check_int,
+    check_number,
+    check_shape,
     check_tensor,
 )
 
@@ -772,3 +775,316 @@ def check_fooling_pairs(fooling_pairs, language, hs=range(1, 7)) -> Feedback:
             return Feedback(False, why)
     return Feedback(True, f"for every h in {hs}, 2**h first halves, each in the language "
                           "with its own second half and with no other")
+
+
+# --- PARITY after 2024 (sensitivity in closed form, a wide layer, sharpness) ----------------
+
+MAX_THRESHOLD_LENGTH = 1000
+"""The longest length at which :func:`symmetric_average_sensitivity` counts, and so the longest
+that :func:`check_threshold_sensitivity` tries."""
+MAX_ZIGZAG_LENGTH = 1000
+"""The longest length that :func:`check_zigzag` tries."""
+
+
+def symmetric_average_sensitivity(f, n: int) -> Fraction:
+    """The exact average sensitivity of ``f`` on strings of length ``n`` (any ``n`` up to
+    :data:`MAX_THRESHOLD_LENGTH`), where ``f`` (a function from ``LongTensor[B, n]`` to
+    ``BoolTensor[B]``) depends only on the number ``k`` of 1s: ``f`` is asked about one
+    string of each ``k``, ``1^k 0^(n-k)``, and a string with ``k`` 1s is sensitive at its
+    ``k`` 1s where ``f`` changes between ``k - 1`` and ``k``, and at its ``n - k`` 0s where it
+    changes between ``k`` and ``k + 1``. So ``2^-n sum_k C(n, k) s(k)``, a ``Fraction``, with
+    no enumeration of the ``2^n`` strings (:func:`companion.sensitivity.average_sensitivity`
+    enumerates them, for any ``f``)."""
+    from math import comb
+
+    from companion.evaluation import _labels
+
+    n = check_int(n, "n", 0, MAX_THRESHOLD_LENGTH)
+    k = torch.arange(n + 1)
+    accepted = _labels(f, (torch.arange(n)[None, :] < k[:, None]).long()).tolist()
+    total = sum(comb(n, j) * (j * (j > 0 and accepted[j] != accepted[j - 1])
+                              + (n - j) * (j < n and accepted[j] != accepted[j + 1]))
+                for j in range(n + 1))
+    return Fraction(total, 2**n)
+
+
+def _exact_number(value, name: str):
+    """``value`` as a ``Fraction`` (a ``Fraction`` or an int) or a float (a Python, NumPy or
+    one-element tensor number), or a str saying why it is neither."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    number = _plain_number(value, name)
+    if isinstance(number, float) and not math.isfinite(number):
+        return f"{name} must be a finite number, got {number}"
+    return number
+
+
+def _same_value(got, exact: Fraction) -> bool:
+    """Whether ``got`` (a ``Fraction`` or a float) is ``exact``: exactly, or a float within a
+    relative 1e-9 of it (0 only as 0)."""
+    if isinstance(got, Fraction):
+        return got == exact
+    return abs(got - float(exact)) <= 1e-9 * abs(float(exact))
+
+
+def check_threshold_sensitivity(average, language, lengths=range(1, 13),
+                                long_lengths=(20, 33, 47, 60)) -> Feedback:
+    """Grade a closed form of average sensitivity: ``average(n, t)`` must return the exact
+    average sensitivity (a ``Fraction``, or a float within a relative 1e-9) of the strings of
+    length ``n`` that ``language(w, t)`` accepts (a function from ``LongTensor[B, n]`` and
+    ``t`` to ``BoolTensor[B]``, written apart from the answer, that depends only on the
+    number of 1s), for every ``1 <= t <= n``.
+
+    At each of ``lengths`` (at most 12) the value is compared with
+    :func:`companion.sensitivity.average_sensitivity`, over all ``2^n`` strings; at each of
+    ``long_lengths`` (at most 1000), where no enumeration reaches, with
+    :func:`symmetric_average_sensitivity`. A wrong value that is half the right one, the
+    total over all strings, or the right one for ``t - 1`` or ``t + 1``, is named as such."""
+    from companion.languages import all_strings
+    from companion.sensitivity import average_sensitivity
+
+    check_callable(average, "average")
+    check_callable(language, "language")
+    lengths = [check_int(n, "lengths", 1, 12) for n in lengths]
+    long_lengths = [check_int(n, "long_lengths", 1, MAX_THRESHOLD_LENGTH) for n in long_lengths]
+    if not lengths and not long_lengths:
+        raise ValueError("lengths and long_lengths are both empty: nothing would be checked")
+    for n in [*lengths, *long_lengths]:
+        exact = {t: symmetric_average_sensitivity(lambda w, t=t: language(w, t), n)
+                 for t in range(0, n + 2)}
+        for t in range(1, n + 1):
+            if n in lengths:
+                w = all_strings(n)
+                decided = language(w, t)
+                ones = w.sum(dim=1)
+                representative = (torch.arange(n)[None, :] < ones[:, None]).long()
+                if not torch.equal(decided, language(representative, t)):
+                    raise ValueError("language must depend only on the number of 1s of a "
+                                     "string")
+                enumerated = average_sensitivity(lambda w, t=t: language(w, t), n)
+                if abs(enumerated - float(exact[t])) > 1e-9 * (1 + abs(enumerated)):
+                    raise RuntimeError("average_sensitivity and symmetric_average_sensitivity "
+                                       "disagree: please report it")
+            try:
+                got = _exact_number(average(n, t), f"average({n}, {t})")
+            except Exception as error:  # a student's code may fail in any way
+                return Feedback(False, f"average({n}, {t}) raised {type(error).__name__}: "
+                                       f"{error}")
+            if isinstance(got, str):
+                return Feedback(False, got)
+            if _same_value(got, exact[t]):
+                continue
+            how = (f"over all 2**{n} strings" if n in lengths else
+                   f"counted by the number of 1s (2**{n} strings are too many to enumerate)")
+            value = (f"{exact[t]}" if exact[t].denominator == 1 else
+                     f"{exact[t]} = {float(exact[t]):.10g}")
+            why = f"average({n}, {t}) = {float(got):.10g}, but the average sensitivity {how} " \
+                  f"is {value}"
+            seen = []  # what the wrong value is, where it is something recognizable
+            if t > 1 and exact[t - 1] != exact[t] and _same_value(got, exact[t - 1]):
+                seen.append("the value for t - 1 (an off-by-one in the threshold?)")
+            if exact[t + 1] != exact[t] and _same_value(got, exact[t + 1]):
+                seen.append("the value for t + 1 (an off-by-one in the threshold?)")
+            if exact[t] and _same_value(got, exact[t] / 2):
+                seen.append("half of it (a flip that changes the answer joins an accepted "
+                            "string and a rejected one, and counts at both: did you count "
+                            "only one side?)")
+            if exact[t] and _same_value(got, exact[t] * 2**n):
+                seen.append(f"the total over all 2**{n} strings, not their mean")
+            if seen:
+                why += ": yours is " + ", and also ".join(seen)
+            return Feedback(False, why)
+    tried = [f"against all 2**n strings for n = {min(lengths)}..{max(lengths)}"] if lengths \
+        else []
+    if long_lengths:
+        tried.append(f"exactly for n in {list(long_lengths)}")
+    return Feedback(True, "the average sensitivity is right for every t, "
+                          + " and ".join(tried))
+
+
+def relu_sum(b, c, t) -> torch.Tensor:
+    """``sum_j c_j max(0, t - b_j)`` at each entry of ``t``: the output of one hidden layer of
+    ReLUs with thresholds ``b`` and output weights ``c`` (1-d float64 tensors of one length)
+    on the scalar input ``t`` (a 1-d float64 tensor)."""
+    return (c * torch.relu(t[:, None] - b)).sum(dim=1)
+
+
+def zigzag_problem(b, c, t, wanted, width: int, show: bool = True) -> str:
+    """Why thresholds ``b`` and coefficients ``c`` (1-d float64 tensors of one length, at most
+    ``width``) do not give ``relu_sum(b, c, t)`` equal to ``wanted`` (both ``[K]``, the
+    inputs and the values wanted there) to within 1e-6 at every entry, or "". With
+    ``show``, the message names the first wrong entry ``k`` and both values."""
+    for name, value in (("b", b), ("c", c)):
+        if not isinstance(value, torch.Tensor):
+            return f"{name} must be a tensor, got {type(value).__name__}"
+        if value.dtype != torch.float64 or value.dim() != 1:
+            return (f"{name} must be a 1-d float64 tensor, got {value.dtype} of shape "
+                    f"{list(value.shape)}")
+        if not torch.isfinite(value).all():
+            return f"{name} must hold finite numbers"
+    if len(b) != len(c):
+        return f"b and c must have one length (one threshold per ReLU), got {len(b)} and {len(c)}"
+    if len(b) > width:
+        return f"{len(b)} ReLUs are more than the {width} allowed"
+    got = relu_sum(b.cpu(), c.cpu(), t)
+    wrong = ((got - wanted).abs() > 1e-6).nonzero().flatten()
+    if not len(wrong):
+        return ""
+    if not show:
+        return "the sum is wrong at some k"
+    k = int(wrong[0])
+    return f"at k = {k} the sum is {float(got[k]):.6g}, not {float(wanted[k]):g}"
+
+
+def check_zigzag(zigzag, wanted, mean, threshold: float = 0.5,
+                 lengths=(*range(1, 13), 30, 100), moduli=range(2, 6)) -> Feedback:
+    """Grade a one-layer network that counts modulo ``m``: for each ``n`` in ``lengths`` (at
+    most :data:`MAX_ZIGZAG_LENGTH`), each ``m`` in ``moduli`` and each ``0 <= r < m``,
+    ``zigzag(n, m, r)`` must return ``(b, c)``, thresholds and coefficients (1-d float64
+    tensors of one length, at most ``n + 1``), such that the ReLU sum
+    (:func:`relu_sum`) at ``t = mean(w)`` is ``wanted(k, m, r)`` for every string ``w`` with
+    ``k`` ones, ``k = 0 .. n`` (:func:`zigzag_problem`). ``mean`` maps ``LongTensor[B, n]``
+    to the attention's output, a ``DoubleTensor[B]`` that depends only on ``k``; ``wanted``
+    maps a ``LongTensor`` of counts to the values wanted (a float tensor), both written apart
+    from the answer. Every string of length up to 10 is also decided, by comparing the sum
+    with ``threshold``, as the language ``wanted > threshold`` decides it. The message gives
+    the number of ReLUs at the longest length."""
+    from companion.languages import all_strings
+
+    check_callable(zigzag, "zigzag")
+    check_callable(wanted, "wanted")
+    check_callable(mean, "mean")
+    threshold = check_number(threshold, "threshold")
+    lengths = [check_int(n, "lengths", 1, MAX_ZIGZAG_LENGTH) for n in lengths]
+    moduli = [check_int(m, "moduli", 2, 100) for m in moduli]
+    if not lengths or not moduli:
+        raise ValueError("lengths and moduli must not be empty: nothing would be checked")
+    widths = {}
+    for n in lengths:
+        k = torch.arange(n + 1)
+        t = check_shape(mean((torch.arange(n)[None, :] < k[:, None]).long()), "mean(w)",
+                        (n + 1,)).double()
+        strings = all_strings(n) if n <= 10 else None
+        for m in moduli:
+            for r in range(m):
+                want = torch.as_tensor(wanted(k, m, r)).double()
+                call = f"zigzag({n}, {m}, {r})"
+                try:
+                    answer = zigzag(n, m, r)
+                except Exception as error:  # a student's code may fail in any way
+                    return Feedback(False, f"{call} raised {type(error).__name__}: {error}")
+                if not isinstance(answer, tuple | list) or len(answer) != 2:
+                    return Feedback(False, f"{call} must return a pair (b, c), got a "
+                                           f"{type(answer).__name__}")
+                b, c = answer
+                if why := zigzag_problem(b, c, t, want, n + 1):
+                    return Feedback(False, f"{call}: {why}")
+                widths[n] = max(widths.get(n, 0), len(b))
+                if strings is not None:
+                    decided = relu_sum(b.cpu(), c.cpu(), mean(strings).double()) > threshold
+                    right = torch.as_tensor(wanted(strings.sum(dim=1), m, r)) > threshold
+                    if not torch.equal(decided, right):
+                        i = int((decided != right).nonzero()[0])
+                        word = "".join(map(str, strings[i].tolist()))
+                        return Feedback(False, f"{call} decides the string {word} wrong "
+                                               f"(the sum compared with {threshold:g})")
+    longest = max(lengths)
+    return Feedback(True, f"the sum is right at every k for {len(lengths)} lengths n up to "
+                          f"{longest}, m in {moduli} and every r, and decides every string "
+                          f"of length up to "
+                          f"{min(10, longest)}; it uses {widths[longest]} ReLUs at "
+                          f"n = {longest} (at most n + 1 = {longest + 1} allowed)")
+
+
+SIGMAS = 6
+"""How many standard errors of the mean increase over the draws a right answer may lie from
+it, in :func:`check_expected_increase`."""
+
+
+def _increase_cases(dims, epsilons, generator):
+    """``(H, epsilon)`` for the check of ``expected_increase``: for each ``d`` of ``dims`` a
+    random ``A A^T`` (``A`` Gaussian, ``[d, d]``), with the ``epsilons`` in turn, then a
+    diagonal and a rank-one matrix of the largest ``d``."""
+    cases = []
+    for index, d in enumerate(dims):
+        a = torch.randn(d, d, generator=generator, dtype=torch.float64)
+        cases.append((a @ a.T, epsilons[index % len(epsilons)]))
+    d = max(dims)
+    v = torch.randn(d, 1, generator=generator, dtype=torch.float64)
+    cases.append((torch.diag(torch.arange(1, d + 1, dtype=torch.float64)), epsilons[0]))
+    cases.append((v @ v.T, epsilons[-1]))
+    return cases
+
+
+def check_expected_increase(expected_increase, noise, dims=(1, 2, 3, 5, 8),
+                            epsilons=(0.02, 0.3, 1.0, 2.5), draws: int = 200_000,
+                            seed: int = 0) -> Feedback:
+    """Grade the expected increase of a quadratic loss under noise: for symmetric positive
+    semidefinite ``H`` (``[d, d]`` float64) and ``epsilon``, ``expected_increase(H, epsilon)``
+    must return ``E[Delta^T H Delta] / 2``, a number, with ``Delta`` drawn by ``noise(d,
+    epsilon, draws, generator)`` (``[draws, d]`` float64, one draw per row; written apart from
+    the answer), exactly.
+
+    On a random matrix ``A A^T`` of each size in ``dims`` (``A`` Gaussian), with the
+    ``epsilons`` in turn, and on a diagonal and a rank-one matrix, the answer is compared with
+    the mean of ``Delta^T H Delta / 2`` over ``draws`` draws: it must lie within
+    :data:`SIGMAS` standard errors of that mean, the standard error computed from the draws
+    (so that a right answer fails by chance with probability below ``1e-8`` a case). And an
+    expectation of a quadratic form is linear in its matrix: the answer for ``H_1 + H_2``
+    must be the sum of the answers, to a relative ``1e-9``."""
+    check_callable(expected_increase, "expected_increase")
+    check_callable(noise, "noise")
+    dims = [check_int(d, "dims", 1, 64) for d in dims]
+    epsilons = [check_number(e, "epsilons", above=0) for e in epsilons]
+    if not dims or not epsilons:
+        raise ValueError("dims and epsilons must not be empty: nothing would be checked")
+    draws = check_int(draws, "draws", 1000, 10**7)
+    generator = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+
+    def answer(H, epsilon):
+        call = f"expected_increase(H, {epsilon:g}) for a {len(H)} x {len(H)} H"
+        try:
+            value = expected_increase(H.clone(), epsilon)
+        except Exception as error:  # a student's code may fail in any way
+            return None, f"{call} raised {type(error).__name__}: {error}"
+        value = _plain_number(value, call)
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"{call} must be a finite number, got {value}"
+        return (None, value) if isinstance(value, str) else (value, "")
+
+    cases = _increase_cases(dims, epsilons, generator)
+    for H, epsilon in cases:
+        d = len(H)
+        got, why = answer(H, epsilon)
+        if why:
+            return Feedback(False, why)
+        delta = check_shape(noise(d, epsilon, draws, generator), "noise(d, epsilon, draws, "
+                            "generator)", (draws, d)).double()
+        increase = ((delta @ H) * delta).sum(dim=1) / 2
+        mean, error = increase.mean().item(), increase.std().item() / math.sqrt(draws)
+        if abs(got - mean) <= SIGMAS * error + 1e-12 * (1 + abs(mean)):
+            continue
+        why = (f"for a {d} x {d} H (trace {H.trace().item():.4g}) and epsilon = {epsilon:g}, "
+               f"expected_increase gives {got:.6g}, but the mean increase over {draws} draws "
+               f"of the noise is {mean:.6g}, with a standard error of {error:.2g}")
+        if mean and abs(got / mean - 1) > 0.1:
+            why += f" (yours is {got / mean:.4g} times that)"
+            if epsilon != 1 and abs(got * epsilon / mean - 1) < 0.1:
+                why += ("; the increase is quadratic in the noise, so it grows with "
+                        "epsilon**2, not epsilon")
+        return Feedback(False, why)
+    (first, epsilon), (second, _) = cases[-2], cases[-1]
+    both = [answer(H, epsilon) for H in (first, second, first + second)]
+    for _, why in both:
+        if why:
+            return Feedback(False, why)
+    (one, _), (other, _), (total, _) = both
+    if abs(total - (one + other)) > 1e-9 * (abs(one) + abs(other)) + 1e-12:
+        return Feedback(False, f"expected_increase(H1 + H2, {epsilon:g}) = {total:.10g}, but "
+                               f"the values for H1 and H2 add up to {one + other:.10g}: the "
+                               "mean of Delta^T H Delta / 2 is linear in H")
+    return Feedback(True, f"within {SIGMAS} standard errors of the mean increase over {draws} "
+                          f"draws of the noise, on {len(cases)} matrices H of sizes up to "
+                          f"{max(dims)}, and linear in H")

@@ -675,7 +675,8 @@ def plot_scratchpad(outcome, axes=None):
 def plot_sensitivity(ns, curves: dict, ax=None):
     """Average sensitivity against the length ``n``, one curve per label of ``curves``
     (label -> values at each ``n``), beside PARITY's ``n`` (dashed) and the envelope
-    ``sqrt(n)`` (dotted) that bounds one layer up to logarithmic factors."""
+    ``sqrt(n)`` (dotted) for scale (one layer of fixed size is bounded by ``sqrt(n)`` up to
+    logarithmic factors whose constants are not known)."""
     ns = _numbers(ns, "ns")
     curves = _curves(curves, "curves", len(ns))
     ax = _axes(ax, size=(4.6, 3.5))
