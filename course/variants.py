@@ -87,6 +87,16 @@ def chapter_variants(make_variants: dict, chapter: str, course_seed: int,
             for label, make in make_variants.items()}
 
 
+def drawable(make, draws: int = 500) -> list:
+    """Every variant (one per name) that ``make``, a function of a ``random.Random``, draws
+    from the seeds ``0 .. draws - 1``: what a course can hand out, for tests to check."""
+    variants = {}
+    for seed in range(draws):
+        variant = make(random.Random(seed))
+        variants.setdefault(variant.name, variant)
+    return list(variants.values())
+
+
 def edition_name(variants: dict[str, Variant]) -> str:
     """A short name for the edition that ``variants`` make: a hash of what they replace, the
     same for the same text."""

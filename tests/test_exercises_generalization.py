@@ -20,6 +20,7 @@ from companion.exercises import (
 from companion.languages import all_strings
 from companion.rasp import Q, at_j, count, leftmost, local, periodic, to_data
 from course import hidden
+from course.variants import drawable
 
 MODULE = hidden.load("generalization")
 QUICK = {"lengths": range(1, 9), "long_lengths": (41,), "samples": 60}
@@ -204,14 +205,6 @@ def test_check_fooling_pairs_refuses_bad_input(hs):
 
 # --- the hidden tests and their variants --------------------------------------------------
 
-def _drawable(make, draws: int = 300) -> list:
-    variants = {}
-    for seed in range(draws):
-        variant = make(random.Random(seed))
-        variants.setdefault(variant.name, variant)
-    return list(variants.values())
-
-
 def _value(test, namespace):
     """The value a hidden test sends back, as the grader reads it (JSON)."""
     local = dict(namespace)
@@ -256,7 +249,7 @@ def test_the_hidden_prediction_tests_need_both_halves_right():
         assert "None" in test.judge([[False, True], None], None)
         wrong = to_data(count(Q("1")) > count(Q("0")))
         assert "wrong answer" in test.judge([[False, True], wrong], None)
-    variants = {v.params["name"]: v for v in _drawable(MODULE._task)}
+    variants = {v.params["name"]: v for v in drawable(MODULE._task)}
     assert set(variants) == set(MODULE.TASKS) - {MODULE.BOOK_TASK}
     palindrome = MODULE.hidden_tests(random.Random(4), {"ex-gen-predict": variants[
         "palindrome"]})["ex-gen-predict"][0]
@@ -264,7 +257,7 @@ def test_the_hidden_prediction_tests_need_both_halves_right():
     assert "none exists" in palindrome.judge([[False, False], certificate], None)
 
 
-@pytest.mark.parametrize("variant", _drawable(MODULE._outside), ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", drawable(MODULE._outside), ids=lambda v: v.name)
 def test_each_fooling_variant_takes_its_own_pairs_and_not_the_books(variant):
     reverse, middle = variant.params["reverse"], variant.params["middle"]
     tests = MODULE.hidden_tests(random.Random(5), {"ex-gen-outside": variant})["ex-gen-outside"]

@@ -27,7 +27,7 @@ from companion.languages import majority, parity
 from companion.sensitivity import average_sensitivity
 from course import hidden
 from course.assignments import ANSWER, CHECK, tagged
-from course.variants import apply_variants
+from course.variants import apply_variants, drawable
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = hidden.load("parity_sensitivity")
@@ -234,14 +234,6 @@ def test_check_expected_increase_refuses_bad_input(kwargs, error):
 
 # --- the book's cells, the variants and the hidden tests --------------------------------------
 
-def _drawable(make, draws: int = 300) -> list:
-    variants = {}
-    for seed in range(draws):
-        variant = make(random.Random(seed))
-        variants.setdefault(variant.name, variant)
-    return list(variants.values())
-
-
 @pytest.fixture(scope="module")
 def book():
     return nbformat.read(ROOT / "book" / "parity_sensitivity.ipynb", as_version=4)
@@ -300,7 +292,7 @@ def test_every_variant_is_answered_by_its_own_model_answer_and_not_the_books(
         book, label, count):
     """Each variant's answer cell passes its check cell and its hidden tests; the book's fails
     the variant's check and every one of its hidden tests."""
-    variants = _drawable(MODULE.VARIANTS[label])
+    variants = drawable(MODULE.VARIANTS[label])
     assert len(variants) == count
     book_answer = _answer(book, label)
     for variant in variants:
@@ -322,7 +314,7 @@ def test_every_variant_is_answered_by_its_own_model_answer_and_not_the_books(
 
 
 def test_each_closed_form_of_the_variants_is_the_counted_sensitivity(book):
-    for variant in _drawable(MODULE._threshold):
+    for variant in drawable(MODULE._threshold):
         edition = apply_variants(book, {"ex-sens-threshold": variant})
         average = _answer(edition, "ex-sens-threshold")
         namespace = {}

@@ -12,20 +12,12 @@ import pytest
 
 from course import hidden
 from course.assignments import ANSWER, tagged
+from course.variants import drawable
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [path.stem for path in sorted((ROOT / "book").glob("*.ipynb"))
             if (ROOT / "course" / "hidden" / f"{path.stem}.py").is_file()]
 WITH_VARIANTS = [chapter for chapter in CHAPTERS if hidden.load(chapter).VARIANTS]
-
-
-def _drawable(make, draws: int = 500) -> list:
-    """Every variant (by name) that ``make`` draws, from ``draws`` seeds."""
-    variants = {}
-    for seed in range(draws):
-        variant = make(random.Random(seed))
-        variants.setdefault(variant.name, variant)
-    return list(variants.values())
 
 
 def _shown(tests: dict) -> tuple:
@@ -47,7 +39,7 @@ def test_the_hidden_tests_do_not_tell_the_variants_of_an_exercise_apart(chapter)
     module = hidden.load(chapter)
     others = {label: make(random.Random(0)) for label, make in module.VARIANTS.items()}
     for label, make in module.VARIANTS.items():
-        variants = _drawable(make)
+        variants = drawable(make)
         assert len(variants) > 1, f"{label} has one variant"
         for seed in range(12):
             shown = {}
@@ -83,7 +75,7 @@ def test_the_machine_of_each_ratio_passes_on_its_variant_and_fails_on_another(gr
     """The test shows the submission no string (the judge keeps them), and the judge never
     says which string a machine fails on."""
     ratios = sorted(STEPS.RATIOS)
-    variants = {(v.params["zeros"], v.params["ones"]): v for v in _drawable(STEPS._ratio)}
+    variants = {(v.params["zeros"], v.params["ones"]): v for v in drawable(STEPS._ratio)}
     assert sorted(variants) == ratios
     for k, ratio in enumerate(ratios):
         tests = STEPS.hidden_tests(random.Random(k), {"ex-steps-machine": variants[ratio]})
