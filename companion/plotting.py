@@ -691,7 +691,7 @@ def plot_sensitivity(ns, curves: dict, ax=None):
             label=r"$\sqrt{n}$")
     ax.set_xlabel("$n$ (bits)")
     ax.set_ylabel("average sensitivity")
-    ax.legend(frameon=False, fontsize="small")
+    ax.legend(frameon=False)
     return ax
 
 
@@ -718,5 +718,5 @@ def plot_sharpness(ns, panels: dict, axes=None):
         ax.set_xlabel("$n$ (bits)")
         ax.set_ylabel(ylabel)
         ax.set_xticks(ns)
-    boxes[0].legend(frameon=False, fontsize="small")
+    boxes[0].legend(frameon=False)
     return axes
