@@ -34,9 +34,10 @@ LANGUAGES = {
         "    total = t * comb(n, t) + (n - t + 1) * comb(n, t - 1)\n",
         f"{ONE_FLIP}\nonly between $k = t - 1$ and $k = t$. A string with $t$ ones is "
         "sensitive at each of its $t$\nones, one with $t - 1$ ones at each of its $n - t + 1$ "
-        "zeros, and every other string nowhere:\n"
-        "$$\\mathrm{as} = 2^{-n}\\Bigl[t\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1}\\Bigr]"
-        " = 2^{1 - n}\\, t\\tbinom{n}{t}.$$\n"
+        "zeros, and every other string nowhere:\n\n"
+        "$$\n\\begin{aligned}\n"
+        "\\mathrm{as} &= 2^{-n}\\Bigl[t\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1}\\Bigr]\\\\\n"
+        "&= 2^{1 - n}\\, t\\tbinom{n}{t}.\n\\end{aligned}\n$$\n\n"
         "The two terms are equal: each counts the flips between the levels $t - 1$ and $t$ of "
         "the\ncube, once from each end. With $t = \\lfloor n/2 \\rfloor + 1$ this is "
         "MAJORITY's formula of this\nchapter. " + ENUMERATE),
@@ -46,9 +47,10 @@ LANGUAGES = {
         "    total = (n - t) * comb(n, t) + (t + 1) * comb(n, t + 1)\n",
         f"{ONE_FLIP}\nonly between $k = t$ and $k = t + 1$. A string with $t$ ones is "
         "sensitive at each of its\n$n - t$ zeros, one with $t + 1$ ones at each of its "
-        "$t + 1$ ones, and every other string nowhere:\n"
-        "$$\\mathrm{as} = 2^{-n}\\Bigl[(n - t)\\tbinom{n}{t} + (t + 1)\\tbinom{n}{t + 1}"
-        "\\Bigr] = 2^{1 - n}\\,(n - t)\\tbinom{n}{t}.$$\n"
+        "$t + 1$ ones, and every other string nowhere:\n\n"
+        "$$\n\\begin{aligned}\n"
+        "\\mathrm{as} &= 2^{-n}\\Bigl[(n - t)\\tbinom{n}{t} + (t + 1)\\tbinom{n}{t + 1}"
+        "\\Bigr]\\\\\n&= 2^{1 - n}\\,(n - t)\\tbinom{n}{t}.\n\\end{aligned}\n$$\n\n"
         "The two terms are equal: each counts the flips between the levels $t$ and $t + 1$ of "
         "the\ncube, once from each end. The language is the complement of the strings with at "
         "least\n$t + 1$ ones, and has their sensitivity. " + ENUMERATE),
@@ -60,9 +62,11 @@ LANGUAGES = {
         f"{ONE_FLIP}\nonly between $k = t$ and $k = t \\pm 1$. A string with $t$ ones is "
         "sensitive at all $n$\npositions, one with $t - 1$ ones at each of its $n - t + 1$ "
         "zeros, one with $t + 1$ ones at each\nof its $t + 1$ ones, and every other string "
-        "nowhere:\n"
-        "$$\\mathrm{as} = 2^{-n}\\Bigl[n\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1} + "
-        "(t + 1)\\tbinom{n}{t + 1}\\Bigr] = 2^{1 - n}\\, n\\tbinom{n}{t},$$\n"
+        "nowhere:\n\n"
+        "$$\n\\begin{aligned}\n"
+        "\\mathrm{as} &= 2^{-n}\\Bigl[n\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1}\\\\\n"
+        "&\\qquad + (t + 1)\\tbinom{n}{t + 1}\\Bigr]\\\\\n"
+        "&= 2^{1 - n}\\, n\\tbinom{n}{t},\n\\end{aligned}\n$$\n\n"
         "since $(n - t + 1)\\binom{n}{t - 1} = t\\binom{n}{t}$ and "
         "$(t + 1)\\binom{n}{t + 1} = (n - t)\\binom{n}{t}$. " + ENUMERATE),
     "pair": (
@@ -77,9 +81,11 @@ LANGUAGES = {
         "ones at each of its $t$ ones\n(flipping a zero gives $t + 1$ ones, still accepted), "
         "one with $t + 1$ ones at each of its\n$n - t - 1$ zeros, one with $t + 2$ ones at "
         "each of its $t + 2$ ones, and every other string\nnowhere ($\\binom{n}{j} = 0$ for "
-        "$j > n$):\n"
-        "$$\\mathrm{as} = 2^{-n}\\Bigl[(n - t + 1)\\tbinom{n}{t - 1} + t\\tbinom{n}{t} + "
-        "(n - t - 1)\\tbinom{n}{t + 1} + (t + 2)\\tbinom{n}{t + 2}\\Bigr],$$\n"
+        "$j > n$):\n\n"
+        "$$\n\\begin{aligned}\n"
+        "\\mathrm{as} = 2^{-n}\\Bigl[&(n - t + 1)\\tbinom{n}{t - 1} + t\\tbinom{n}{t}\\\\\n"
+        "&+ (n - t - 1)\\tbinom{n}{t + 1} + (t + 2)\\tbinom{n}{t + 2}\\Bigr],\n"
+        "\\end{aligned}\n$$\n\n"
         "which is $2^{1 - n}\\bigl[t\\binom{n}{t} + (n - t - 1)\\binom{n}{t + 1}\\bigr]$. "
         + ENUMERATE),
     "band": (
@@ -98,9 +104,10 @@ LANGUAGES = {
         "with $t - 1$ ones at each of its $n - t + 1$ zeros, as\nfor at least $t$ ones; a "
         "string with $n - t$ ones at each of its $t$ zeros and one with\n$n - t + 1$ ones at "
         "each of its $n - t + 1$ ones, the mirror image (when $n = 2t$, a string\nwith $t$ "
-        "ones is sensitive at all $n$ positions, half of them counted at each threshold):\n"
-        "$$\\mathrm{as} = 2^{1 - n}\\Bigl[t\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1}"
-        "\\Bigr] = 2^{2 - n}\\, t\\tbinom{n}{t}.$$\n" + ENUMERATE),
+        "ones is sensitive at all $n$ positions, half of them counted at each threshold):\n\n"
+        "$$\n\\begin{aligned}\n"
+        "\\mathrm{as} &= 2^{1 - n}\\Bigl[t\\tbinom{n}{t} + (n - t + 1)\\tbinom{n}{t - 1}"
+        "\\Bigr]\\\\\n&= 2^{2 - n}\\, t\\tbinom{n}{t}.\n\\end{aligned}\n$$\n\n" + ENUMERATE),
 }
 LANGUAGE_CHECK = "def language(w, t):  # {comment}\n{body}\n"
 
@@ -391,8 +398,15 @@ def noise(d, epsilon, draws, generator):  # {comment}
 SHARP_SOLUTION = '''\
 Write $\\Delta^\\top H \\Delta = \\sum_{{i,j}} H_{{ij}} \\Delta_i \\Delta_j$. By linearity of \
 expectation,
-$$\\tfrac12\\,\\mathbb{{E}}[\\Delta^\\top H \\Delta] = \\tfrac12 \\sum_{{i,j}} H_{{ij}}\\,\
-\\mathbb{{E}}[\\Delta_i \\Delta_j] = \\tfrac12 \\operatorname{{tr}}(H \\Sigma),$$
+
+$$
+\\begin{{aligned}}
+\\tfrac12\\,\\mathbb{{E}}[\\Delta^\\top H \\Delta]
+&= \\tfrac12 \\sum_{{i,j}} H_{{ij}}\\,\\mathbb{{E}}[\\Delta_i \\Delta_j]\\\\
+&= \\tfrac12 \\operatorname{{tr}}(H \\Sigma),
+\\end{{aligned}}
+$$
+
 with $\\Sigma = \\mathbb{{E}}[\\Delta \\Delta^\\top]$ the second moment of the noise: only \
 $\\Sigma$ matters, not the\nshape of the distribution. {middle}{tail}'''
 
