@@ -53,7 +53,13 @@ def sensitivity_profile(f, n: int) -> torch.Tensor:
     """Each string's sensitivity ``s(f, x)``, the number of positions whose flip changes
     ``f(x)``: ``LongTensor[..., 2^n]`` in :func:`companion.languages.all_strings` order (the
     leading dimensions as in :func:`values`), for ``n <= 20``."""
-    decided = values(f, n)
+    return profile_of_values(values(f, n))
+
+
+def profile_of_values(decided: torch.Tensor) -> torch.Tensor:
+    """:func:`sensitivity_profile` from a function's values already computed by :func:`values`
+    (``BoolTensor[..., 2^n]``), so that what needs both evaluates the function once."""
+    n = decided.shape[-1].bit_length() - 1
     rows = torch.arange(decided.shape[-1])
     flips = [decided != decided[..., rows ^ (1 << (n - 1 - i))] for i in range(n)]
     return torch.stack(flips).sum(dim=0) if flips else torch.zeros_like(decided, dtype=torch.long)

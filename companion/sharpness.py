@@ -32,7 +32,7 @@ from tqdm import tqdm
 from companion import model as core
 from companion._checks import check_generator, check_int, check_number
 from companion.languages import all_strings, first, majority, parity
-from companion.sensitivity import average_sensitivity, values
+from companion.sensitivity import average_sensitivity, profile_of_values, values
 
 #: The functions :func:`fit` can train on, by name.
 TASKS = {"parity": parity, "majority": majority, "first": first}
@@ -227,8 +227,9 @@ def measure(result: Fit, size: int = 512, draws: int = 10,
         decide = result.decider(n)
         strings = all_strings(n)
         answers = torch.stack([TASKS[result.tasks[m]](strings) for m in chosen.tolist()])
-        accuracy[chosen] = (values(decide, n) == answers).double().mean(dim=1)
-        sensitivity[chosen] = average_sensitivity(decide, n)
+        decided = values(decide, n)  # one pass over every string of length n
+        accuracy[chosen] = (decided == answers).double().mean(dim=1)
+        sensitivity[chosen] = profile_of_values(decided).double().mean(dim=1)
     tasks = torch.tensor([list(TASKS).index(task) for task in result.tasks])
     tokens, targets = batch(tasks, result.lengths, size, generator)
     return {"accuracy": accuracy, "fitted": accuracy == 1.0, "sensitivity": sensitivity,
