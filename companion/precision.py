@@ -1,7 +1,30 @@
-"""A rounding-error analysis of the PARITY transformer: up to which length must a floating-point
-format classify every string correctly, whatever order its kernels sum in?
+"""Finite precision: an executor that runs the companion's models at ``p`` bits, and a
+rounding-error analysis of the PARITY transformer.
 
-The analysis follows the standard model of floating-point arithmetic (Higham, *Accuracy and
+**The executor** (:func:`at_precision`, :func:`round_to`). A number format has ``bits``
+significand bits (the leading one included, as IEEE counts them: 24 for float32, 8 for
+bfloat16) and ``exponent_bits`` bits of exponent: its numbers are 0 and ``+-f 2**E`` with
+``1 <= f < 2`` a multiple of ``2**(1 - bits)`` and ``2 - 2**(e-1) <= E <= 2**(e-1) - 1``.
+:func:`round_to` maps a real number to the nearest one (ties to an even last bit), with two
+choices stated here because models of precision differ on them: a magnitude below the smallest
+normal number flushes to 0 (no subnormals, so ``exp`` of a very negative score is exactly 0),
+and a magnitude above the largest saturates to it (no infinities; a score masked to ``-inf``
+stays ``-inf``).
+
+Under :func:`at_precision`, *every operation rounds*: each PyTorch operation that a model's
+``forward`` calls, from an addition or a product to a layer normalization's square root, is
+computed in float64 from rounded operands and its result rounded. An operation that sums many
+terms (a matrix product, a mean, softmax's normalizer) sums them in float64, exact for the
+small integers of the constructions, and rounds once; [li2024chain] instead round after every
+single addition (the circuit decoders of :func:`companion.steps.compile_circuit` are exact under
+both; its docstring says why). Softmax is three rounded operations: ``exp(x - max x)``, which
+flushes to 0 below the smallest normal number, the sum, and the division. Attention is rounded
+too, weights and weighted sum, which [yang2025knee] do not do: their transformers round
+everywhere *but* inside attention.
+
+**The rounding analysis** of the PARITY transformer asks up to which length a floating-point
+format (float32, bfloat16) must classify every string correctly, whatever order its kernels sum
+in. The analysis follows the standard model of floating-point arithmetic (Higham, *Accuracy and
 Stability of Numerical Algorithms*, 2nd ed., §2.2 and §3.1): every ``+ - * /`` returns the exact
 result times ``(1 + d)`` with ``|d| <= u``, the unit roundoff of the dtype (``2**-24`` for
 float32, ``2**-8`` for bfloat16, ``2**-53`` for float64). A sum of ``j + 1`` terms, in any order,
@@ -30,8 +53,14 @@ error of 1 in count units moves ``k/n`` by one whole position. For a string of `
 The logit has the sign of ``k``'s parity when ``margin > 0`` (see :func:`parity_rounding_bounds`).
 """
 
+import copy
+from dataclasses import dataclass
+
 import numpy as np
 import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.overrides import TorchFunctionMode
 
 from companion import runtime
 from companion._checks import check_device, check_dtype, check_int, check_number
@@ -40,6 +69,153 @@ U64 = 2.0**-53
 MAX_GUARANTEED_LENGTH = 10**8  # the largest up_to of parity_guaranteed_length
 GUARANTEE_CHUNK = 2**18
 """The lengths :func:`parity_guaranteed_length` bounds at once: some 20 float64 arrays, 40 MB."""
+
+
+MAX_EXPONENT_BITS = 11  # float64's, in which the executor computes
+SIGNIFICAND_BITS = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}
+"""The floating dtypes, each with its significand's bits (the leading one included)."""
+
+
+@dataclass(frozen=True)
+class Format:
+    """A floating-point format of ``bits`` significand bits and ``exponent_bits`` exponent bits
+    (see the module docstring): ``Format(24, 8)`` is float32's, ``Format(8, 8)`` bfloat16's,
+    ``Format(11, 5)`` float16's, without their subnormal numbers and infinities."""
+
+    bits: int
+    exponent_bits: int = 8
+
+    def __post_init__(self):
+        check_int(self.bits, "bits", minimum=1, maximum=53)
+        check_int(self.exponent_bits, "exponent_bits", minimum=2, maximum=MAX_EXPONENT_BITS)
+
+    @property
+    def largest(self) -> float:
+        """The largest finite number, ``(2 - 2**(1 - bits)) 2**(2**(e-1) - 1)``."""
+        return (2 - 2.0 ** (1 - self.bits)) * 2.0 ** (2 ** (self.exponent_bits - 1) - 1)
+
+    @property
+    def smallest(self) -> float:
+        """The smallest positive number, ``2**(2 - 2**(e-1))`` (no subnormals)."""
+        return 2.0 ** (2 - 2 ** (self.exponent_bits - 1))
+
+
+def round_to(x: torch.Tensor, fmt: Format) -> torch.Tensor:
+    """``x`` (a float64 tensor) rounded to the nearest number of ``fmt``, ties to an even last
+    bit; below ``fmt.smallest`` in magnitude to 0, above ``fmt.largest`` to ``+-largest``;
+    infinities and NaN unchanged. The result is float64."""
+    if not isinstance(fmt, Format):
+        raise TypeError(f"fmt must be a Format, got {type(fmt).__name__}")
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.float64:
+        raise TypeError("x must be a float64 tensor")
+    mantissa, exponent = torch.frexp(x)  # x = mantissa 2**exponent, 1/2 <= |mantissa| < 1
+    rounded = torch.ldexp(torch.round(torch.ldexp(mantissa, torch.tensor(fmt.bits))),
+                          exponent - fmt.bits)
+    rounded = torch.where(rounded.abs() < fmt.smallest, torch.zeros_like(x), rounded)
+    rounded = rounded.clamp(-fmt.largest, fmt.largest)
+    return torch.where(torch.isfinite(x), rounded, x)
+
+
+_SOFTMAX = {torch.softmax, torch.Tensor.softmax, F.softmax, torch.special.softmax}
+
+
+class _Rounding(TorchFunctionMode):
+    """A torch-function mode in which every operation's floating result is rounded to ``fmt``,
+    and softmax is computed as three rounded operations (see the module docstring)."""
+
+    def __init__(self, fmt: Format):
+        super().__init__()
+        self.fmt = fmt
+
+    def round(self, value):
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+            return round_to(value, self.fmt)
+        if isinstance(value, tuple | list):
+            return type(value)(self.round(v) for v in value)
+        return value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _SOFTMAX:
+            x = args[0]
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            shifted = self.round(x - x.amax(dim, keepdim=True))
+            exponentials = self.round(torch.exp(shifted))
+            return self.round(exponentials / self.round(exponentials.sum(dim, keepdim=True)))
+        if func is torch.Tensor.__setitem__:  # the value written is rounded
+            args = (args[0], args[1], self.round(args[2]))
+            return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name.endswith("_") and not name.startswith("__") and isinstance(result, torch.Tensor):
+            with torch.no_grad():  # an in-place operation: round its target in place
+                return result.copy_(self.round(result)) if result.dtype == torch.float64 \
+                    else result
+        return self.round(result)
+
+
+def _round_tensors(obj, fmt: Format, seen: set):
+    """Round, in place, every float64 tensor held by ``obj``: a module's parameters and buffers,
+    and the tensors in its attributes, lists, tuples and dicts (a compiled program's weights)."""
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, torch.Tensor):
+        if obj.dtype == torch.float64:
+            with torch.no_grad():
+                obj.copy_(round_to(obj.detach(), fmt))
+        return
+    if isinstance(obj, nn.Module):
+        for tensor in [*obj.parameters(), *obj.buffers()]:
+            _round_tensors(tensor, fmt, seen)
+    if isinstance(obj, dict):
+        items = obj.values()
+    elif isinstance(obj, list | tuple):
+        items = obj
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("companion"):
+        items = vars(obj).values()
+    else:
+        return
+    for item in items:
+        _round_tensors(item, fmt, seen)
+
+
+def _float_dtype(obj) -> torch.dtype:
+    """The dtype the model ``obj`` computes in: that of its first floating tensor."""
+    if isinstance(obj, nn.Module):
+        for tensor in obj.parameters():
+            return tensor.dtype
+    return getattr(obj, "dtype", torch.float64)
+
+
+def at_precision(model, bits: int, exponent_bits: int = 8):
+    """A copy of ``model`` that computes at ``bits`` significand bits and ``exponent_bits``
+    exponent bits: its weights rounded once, and every operation of its ``forward`` rounded as
+    the module docstring says. ``model`` is any of the companion's float64 models that compute
+    in ``forward``: an :class:`~companion.transformer.Encoder` (Chapter 6's constructions), a
+    :class:`~companion.rasp.RaspTransformer`, a :class:`~companion.steps.Decoder` (run it with
+    :func:`~companion.steps.decode`). ``bits`` is 1..53, ``exponent_bits`` 2..11. The model
+    itself is left as it was."""
+    fmt = Format(check_int(bits, "bits", minimum=1, maximum=53),
+                 check_int(exponent_bits, "exponent_bits", minimum=2,
+                           maximum=MAX_EXPONENT_BITS))
+    if not callable(getattr(model, "forward", None)):
+        raise TypeError(f"model must have a forward method (a companion model), "
+                        f"got {type(model).__name__}")
+    if _float_dtype(model) != torch.float64:
+        raise TypeError(f"model must compute in float64, so that every format up to 53 bits "
+                        f"can be simulated, got {_float_dtype(model)}")
+    rounded = copy.deepcopy(model)
+    _round_tensors(rounded, fmt, set())
+    forward = rounded.forward
+
+    def forward_at_precision(*args, **kwargs):
+        with _Rounding(fmt):
+            return forward(*args, **kwargs)
+
+    rounded.forward = forward_at_precision
+    rounded.format = fmt
+    return rounded
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:

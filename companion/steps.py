@@ -35,6 +35,10 @@ masked attention itself.
 :func:`compile_tm` builds a decoder of the same kind that runs a one-tape Turing machine, one
 move per written token, with a layer-norm hash to find the head's cell (its docstring has the
 construction).
+
+:func:`compile_circuit` builds a decoder that evaluates a Boolean circuit one gate per written
+token, at a precision that does not grow with the circuit ([li2024chain] Thm. 3.3; its
+docstring has the construction).
 """
 
 import itertools
@@ -51,9 +55,11 @@ from companion._checks import (
     check_tensor,
     check_tm,
 )
-from companion.languages import _as_permutation, _cycles
+from companion.circuits import Circuit
+from companion.languages import _as_permutation, _cycles, as_strings
 from companion.layernorm import layer_norm
 from companion.layout import Layout
+from companion.precision import at_precision
 from companion.runtime import using_threads
 from companion.transformer import MAX_WIDTH, EncoderLayer
 
@@ -493,6 +499,155 @@ def run_tm(transitions, start: int, accepting, rejecting, w, blank: int = 2,
             torch.tensor(accepts, dtype=torch.bool))
 
 
+CIRCUIT_QUERY = SCALE / 2
+"""A circuit decoder's query entries: a position that differs from the one sought in ``b``
+address bits scores ``-2 b CIRCUIT_QUERY``, so at most ``-SCALE``, whose ``exp`` is 0."""
+MAX_FAN_IN = 64  # a circuit decoder has one head per input of its widest gate
+MAX_CIRCUIT_NODES = 2**20
+CIRCUIT_EXPONENT_BITS = 5
+"""The exponent bits a circuit decoder needs: its largest weight, 512, must be a number."""
+
+
+def circuit_bits(max_fan_in: int) -> int:
+    """The significand bits a circuit decoder with gates of fan-in up to ``max_fan_in`` needs:
+    its largest positive pre-activation is ``max_fan_in + 1``, an integer, and integers up to
+    ``2**p`` are numbers of ``p`` bits, so ``p = ceil(log2(max_fan_in + 1))`` (at least 1)."""
+    fan_in = check_int(max_fan_in, "max_fan_in", minimum=1, maximum=MAX_FAN_IN)
+    return fan_in.bit_length()  # ceil(log2(f + 1)) for f >= 1
+
+
+def compile_circuit(circuit: Circuit, bits: int | None = None,
+                    exponent_bits: int = CIRCUIT_EXPONENT_BITS,
+                    allow_fewer_bits: bool = False) -> Decoder:
+    """A :class:`Decoder` that evaluates ``circuit`` one gate per step ([li2024chain] Thm. 3.3,
+    our construction): the prompt is ``BOS x_1 ... x_n``, and the token at position ``v`` is the
+    value of node ``v - 1`` (inputs first, then the gates in the circuit's order), so the step
+    at position ``v - 1`` computes node ``v - 1``'s successor gate. One layer, one head per
+    input of the widest gate (``H`` heads), no layer normalization:
+
+    * *addresses*: position ``j`` carries its ``L = ceil(log2(N + 1))`` address bits as signs
+      ``s_b(j) = +-1`` (``N`` the circuit's nodes), and the ``L``-bit addresses of the inputs of
+      the gate it computes, one per head; a gate with fewer than ``H`` inputs points the
+      spare heads at BOS, whose value is 0. The circuit is written into the position
+      embedding, so a family of circuits gives a family of decoders (non-uniform, as in
+      [li2024chain]).
+    * *attention*: head ``h``'s query at position ``i`` pairs with a key ``(s(j), 1)`` as
+      ``C sum_b (t_b s_b(j) - 1)`` with ``t`` the address sought and ``C = 512``: exactly 0 at
+      the position sought and ``-2 C`` times the number of differing bits elsewhere. Any
+      rounding keeps 0 at 0 and the rest at most ``-1024`` (rounding is monotone, ``-1024`` is
+      a number), whose ``exp`` flushes to 0: the weights are exactly one-hot, at any
+      precision with 5 exponent bits, whether sums round once or after every addition. The
+      head copies the value found into ``in=h``.
+    * *FFN*: every gate is a threshold of ``S = sum_h in=h``: AND of ``f`` inputs is
+      ``S >= f``, OR is ``S >= 1``, MAJORITY is ``2 S >= f``, NOT is ``S <= 0``. With the
+      threshold ``t`` and a flag ``neg`` (NOT) in the position embedding, four ReLUs write
+      ``out = [S >= t]`` or ``[S <= 0]``: ``relu(S - t + 1 - 2 neg) - relu(S - t - 2 neg)
+      + relu(1 - S - 2 + 2 neg) - relu(-S - 2 + 2 neg)``, all integers of size at most
+      ``H + 1``, exact at :func:`circuit_bits` significand bits. The output layer's logits
+      are ``(1 - out, out)``.
+
+    With ``bits``, the decoder computes at ``bits`` significand bits and ``exponent_bits``
+    exponent bits (:func:`companion.precision.at_precision`); fewer bits than
+    :func:`circuit_bits` or fewer than 5 exponent bits raise ``ValueError`` unless
+    ``allow_fewer_bits``. Without it, the decoder computes in float64, where the same
+    argument makes it exact. :func:`decode` runs it."""
+    if not isinstance(circuit, Circuit):
+        raise TypeError(f"circuit must be a companion.circuits.Circuit, "
+                        f"got {type(circuit).__name__}")
+    circuit._check_output()
+    if circuit.n_nodes > MAX_CIRCUIT_NODES:
+        raise ValueError(f"circuit has {circuit.n_nodes} nodes; a circuit decoder takes at "
+                         f"most {MAX_CIRCUIT_NODES}")
+    fan_ins = [len(inputs) for _, inputs in circuit.gates]
+    H = max([1, *fan_ins])
+    if H > MAX_FAN_IN:
+        raise ValueError(f"circuit has a gate of fan-in {H}; a circuit decoder has one head per "
+                         f"input and at most {MAX_FAN_IN} heads")
+    allow_fewer_bits = check_bool(allow_fewer_bits, "allow_fewer_bits")
+    if bits is not None:
+        bits = check_int(bits, "bits", minimum=1, maximum=53)
+        exponent_bits = check_int(exponent_bits, "exponent_bits", minimum=2, maximum=11)
+        need = circuit_bits(H)
+        if not allow_fewer_bits and (bits < need or exponent_bits < CIRCUIT_EXPONENT_BITS):
+            raise ValueError(f"bits: this circuit's decoder needs {need} significand bits and "
+                             f"{CIRCUIT_EXPONENT_BITS} exponent bits, got {bits} and "
+                             f"{exponent_bits} (pass allow_fewer_bits=True to run it anyway)")
+    n, N = circuit.n_inputs, circuit.n_nodes
+    L_bits = max(1, N.bit_length())  # addresses of the positions 0..N
+    L = Layout("value", *(f"s{b}" for b in range(L_bits)),
+               *(f"h{h}:t{b}" for h in range(H) for b in range(L_bits)),
+               "t", "neg", "1", *(f"in={h}" for h in range(H)), "out")
+    hid = Layout(*(f"{sign}{b}" for b in range(L_bits) for sign in "+-"))
+    unit = Layout("u1", "u2", "u3", "u4")
+    embedding = torch.stack([L.vector({"value": 0}), L.vector({"value": 1}), L.vector({})])
+
+    def signs(j: int) -> list[float]:
+        return [1.0 if j >> b & 1 else -1.0 for b in range(L_bits)]
+
+    table = torch.zeros(N + 1, L.d, dtype=torch.float64)
+    table[:, L["1"]] = 1.0
+    for j in range(N + 1):
+        table[j, L["s0"]:L["s0"] + L_bits] = torch.tensor(signs(j))
+        if n <= j < N:  # position j computes node j, the gate j - n
+            kind, inputs = circuit.gates[j - n]
+            targets = [node + 1 for node in inputs] + [0] * (H - len(inputs))
+            for h, target in enumerate(targets):
+                start = L[f"h{h}:t0"]
+                table[j, start:start + L_bits] = torch.tensor(signs(target))
+            f = len(inputs)
+            table[j, L["t"]] = {"AND": f, "OR": 1, "MAJORITY": (f + 1) // 2, "NOT": 0}[kind]
+            table[j, L["neg"]] = float(kind == "NOT")
+
+    def positions(i):
+        return table.to(i.device)[i]
+
+    layer = EncoderLayer(L.d, d_hid=hid.d, heads=H, d_ff=unit.d)
+    with torch.no_grad():
+        for h in range(H):
+            layer.W_Q[h] = hid.matrix(L, {entry: value for b in range(L_bits) for entry, value in
+                                          (((f"+{b}", f"h{h}:t{b}"), CIRCUIT_QUERY),
+                                           ((f"-{b}", "1"), -CIRCUIT_QUERY))})
+            layer.W_K[h] = hid.matrix(L, {entry: 1.0 for b in range(L_bits) for entry in
+                                          ((f"+{b}", f"s{b}"), (f"-{b}", "1"))})
+            layer.W_V[h] = L.matrix(L, {(f"in={h}", "value"): 1.0})
+        S = {f"in={h}": 1.0 for h in range(H)}
+        minus_S = {name: -1.0 for name in S}
+        layer.W_F1.copy_(unit.matrix(L, {
+            **{("u1", name): v for name, v in {**S, "t": -1.0, "1": 1.0, "neg": -2.0}.items()},
+            **{("u2", name): v for name, v in {**S, "t": -1.0, "neg": -2.0}.items()},
+            **{("u3", name): v for name, v in {**minus_S, "1": -1.0, "neg": 2.0}.items()},
+            **{("u4", name): v for name, v in {**minus_S, "1": -2.0, "neg": 2.0}.items()}}))
+        layer.W_F2.copy_(L.matrix(unit, {("out", "u1"): 1.0, ("out", "u2"): -1.0,
+                                         ("out", "u3"): 1.0, ("out", "u4"): -1.0}))
+    output_weight = torch.stack([L.vector({"1": 1.0, "out": -1.0}), L.vector({"out": 1.0})])
+    decoder = Decoder(embedding, positions, [layer], output_weight, 0, L, ["0", "1", "BOS"])
+    decoder.circuit, decoder.max_fan_in = circuit, H
+    if bits is not None:
+        decoder = at_precision(decoder, bits, exponent_bits)
+    return decoder
+
+
+def _decode_circuit(decoder: Decoder, x):
+    """:func:`decode` for a circuit's decoder: the prompt ``BOS x`` in one pass, which writes
+    the first gate's value, then one step per further gate for the whole batch."""
+    circuit = decoder.circuit
+    x = as_strings(x, "w").to(decoder.embedding.device)
+    if x.shape[1] != circuit.n_inputs:
+        raise ValueError(f"w must have {circuit.n_inputs} columns (the circuit's inputs), got "
+                         f"{x.shape[1]}")
+    B, n = x.shape
+    gates = len(circuit.gates)
+    prompt = torch.cat([torch.full((B, 1), 2, dtype=torch.long, device=x.device), x], 1)
+    cache, written = Cache(decoder, B, circuit.n_nodes + 1), []
+    with torch.no_grad():
+        if gates:
+            written.append(decoder.run(prompt, 0, cache)[:, -1])
+        for position in range(n + 1, n + gates):
+            written.append(decoder.run(written[-1][:, None], position, cache)[:, -1])
+    values = torch.cat([x, *(w[:, None] for w in written)], 1)  # every node's value
+    return values[:, n:], values[:, circuit.output].bool()
+
+
 def _as_symbols(w, k: int) -> torch.Tensor:
     """``w`` (a ``LongTensor[B, m]``, or a str of the ASCII digits 0..k-1 where ``k <= 10``)
     checked against the alphabet 0..k-1."""
@@ -515,10 +670,10 @@ def _as_symbols(w, k: int) -> torch.Tensor:
 
 def _check_decoder(decoder, machine: bool = False) -> Decoder:
     """``decoder``, from :func:`compile_dfa` (or, where ``machine``, also :func:`compile_tm`)."""
-    if isinstance(decoder, Decoder) and (hasattr(decoder, "transitions") or
-                                         machine and hasattr(decoder, "machine")):
+    if isinstance(decoder, Decoder) and (hasattr(decoder, "transitions") or machine and (
+            hasattr(decoder, "machine") or hasattr(decoder, "circuit"))):
         return decoder
-    made = "compile_dfa or compile_tm" if machine else "compile_dfa"
+    made = "compile_dfa, compile_tm or compile_circuit" if machine else "compile_dfa"
     raise TypeError(f"decoder must come from {made}, got {type(decoder).__name__}")
 
 
@@ -545,6 +700,12 @@ def decode(decoder: Decoder, w, record: bool = False, max_steps: int | None = No
     ``COMPANION_THREADS`` says otherwise: each step is a few small operations, which a second
     thread slows down on a busy machine) and leaves PyTorch's setting as it found it."""
     _check_decoder(decoder, machine=True)
+    if hasattr(decoder, "circuit"):
+        if record or max_steps is not None:
+            raise ValueError("record, max_steps: a circuit's decoder writes one value per gate "
+                             "and records nothing")
+        with using_threads():
+            return _decode_circuit(decoder, w)
     if hasattr(decoder, "machine"):
         if record:
             raise ValueError("record: only a DFA's decoder (compile_dfa) records its stages")
