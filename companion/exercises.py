@@ -1088,3 +1088,269 @@ def check_expected_increase(expected_increase, noise, dims=(1, 2, 3, 5, 8),
     return Feedback(True, f"within {SIGMAS} standard errors of the mean increase over {draws} "
                           f"draws of the noise, on {len(cases)} matrices H of sizes up to "
                           f"{max(dims)}, and linear in H")
+
+
+# --- Circuits by steps (the rank of a decision tree, a fan-in-2 circuit, a count of steps) -----
+
+MAX_RANK_LENGTH = 400
+"""The longest length at which :func:`symmetric_rank` works, and so the longest of
+:func:`check_rank_formula`'s ``long_lengths``."""
+
+
+def _combine_ranks(r0: int, r1: int) -> int:
+    """The rank of a decision-tree node whose subtrees have ranks ``r0`` and ``r1``."""
+    return r0 + 1 if r0 == r1 else max(r0, r1)
+
+
+def symmetric_rank(f, n: int) -> int:
+    """The Ehrenfeucht–Haussler rank of ``f`` on ``n`` bits (any ``n`` up to
+    :data:`MAX_RANK_LENGTH`), where ``f`` (a function from ``LongTensor[B, n]`` to
+    ``BoolTensor[B]``) depends only on the number ``k`` of 1s, with values ``v_0 .. v_n``.
+    Every bit is alike, so a subcube with ``i`` bits fixed to 1 and ``m`` free has the values
+    ``v_i .. v_(i+m)``, and its two restrictions the windows one shorter at either end: rank
+    0 on a constant window, else the rank of a node over the two (``O(n^2)`` windows, where
+    :func:`companion.decision_trees.eh_rank` visits all ``3^n`` subcubes, for any ``f``)."""
+    from companion.evaluation import _labels
+
+    n = check_int(n, "n", 0, MAX_RANK_LENGTH)
+    k = torch.arange(n + 1)
+    values = _labels(f, (torch.arange(n)[None, :] < k[:, None]).long()).tolist()
+    ranks = [0] * (n + 1)  # ranks[i]: the window v_i .. v_(i + m), for the current m
+    constant = [True] * (n + 1)
+    for m in range(1, n + 1):
+        for i in range(n + 1 - m):
+            constant[i] = constant[i] and constant[i + 1] and values[i] == values[i + m]
+            ranks[i] = 0 if constant[i] else _combine_ranks(ranks[i], ranks[i + 1])
+    return ranks[0]
+
+
+def _integer(value, name: str):
+    """``value`` as an int (a Python, NumPy or one-element tensor integer, or a float that
+    holds one), or a str saying why it is not one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    number = _plain_number(value, name)
+    if isinstance(number, str):
+        return number
+    if isinstance(number, float) and not number.is_integer():
+        return f"{name} must be a whole number, got {number}"
+    return int(number)
+
+
+def check_rank_formula(rank, function, lengths=range(1, 13),
+                       long_lengths=(20, 57, 100)) -> Feedback:
+    """Grade a closed form of decision-tree rank: ``rank(n)`` must return the
+    Ehrenfeucht–Haussler rank ([ehrenfeucht1989learning]) of ``function`` on ``n`` bits (a
+    function from ``LongTensor[B, n]`` to ``BoolTensor[B]``, written apart from the answer),
+    an int.
+
+    At each of ``lengths`` (at most 12) the value is compared with
+    :func:`companion.decision_trees.eh_rank`, over all ``3^n`` subcubes; where ``function``
+    depends only on the number of 1s at every one of them, also at each of ``long_lengths``
+    (at most :data:`MAX_RANK_LENGTH`), with :func:`symmetric_rank`, where no enumeration
+    reaches. A wrong value that is the least depth of a decision tree
+    (:func:`companion.decision_trees.tree_depth`), one more or one less than the rank, or the
+    rank at ``n - 1`` or ``n + 1``, is named as such."""
+    from companion.decision_trees import MAX_BITS, eh_rank, tree_depth
+    from companion.evaluation import _labels
+    from companion.languages import all_strings
+
+    check_callable(rank, "rank")
+    check_callable(function, "function")
+    lengths = [check_int(n, "lengths", 1, MAX_BITS) for n in lengths]
+    long_lengths = [check_int(n, "long_lengths", 1, MAX_RANK_LENGTH) for n in long_lengths]
+    if not lengths:
+        raise ValueError("lengths is empty: nothing would be checked against eh_rank")
+    symmetric = True
+    for n in lengths:
+        w = all_strings(n)
+        representative = (torch.arange(n)[None, :] < w.sum(dim=1)[:, None]).long()
+        symmetric = symmetric and torch.equal(_labels(function, w),
+                                              _labels(function, representative))
+    checked = lengths + (long_lengths if symmetric else [])
+
+    def exact(n: int) -> int:
+        if n in lengths or n <= MAX_BITS and not symmetric:
+            return eh_rank(function, n)
+        return symmetric_rank(function, n)
+
+    for n in checked:
+        try:
+            got = _integer(rank(n), f"rank({n})")
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"rank({n}) raised {type(error).__name__}: {error}")
+        if isinstance(got, str):
+            return Feedback(False, got)
+        right = exact(n)
+        if got == right:
+            continue
+        how = ("over all 3**n subcubes" if n in lengths else
+               "counted by the number of 1s (3**n subcubes are too many to enumerate)")
+        why = f"rank({n}) = {got}, but the rank {how} is {right}"
+        seen = []  # what the wrong value is, where it is something recognizable
+        if n <= MAX_BITS and got == tree_depth(function, n) != right:
+            seen.append("the least depth of a decision tree for it (tree_depth), not its "
+                        "rank: a node adds one to the rank only where both subtrees have "
+                        "the same rank")
+        if got in (right - 1, right + 1):
+            seen.append(f"one {'more' if got > right else 'less'} than the rank (an "
+                        "off-by-one?)")
+        for other in (n - 1, n + 1):
+            if 1 <= other and (other <= MAX_BITS or symmetric and other <= MAX_RANK_LENGTH) \
+                    and exact(other) != right and got == exact(other):
+                seen.append(f"the rank at n = {other} (an off-by-one in n?)")
+        if seen:
+            why += ": yours is " + ", and also ".join(seen)
+        return Feedback(False, why)
+    tried = f"against eh_rank for n = {min(lengths)}..{max(lengths)}"
+    if symmetric and long_lengths:
+        tried += f", and counted by the number of 1s for n in {list(long_lengths)}"
+    return Feedback(True, "the rank is right " + tried)
+
+
+MAX_BUILD_LENGTH = 16
+"""The longest length :func:`check_fan_in_2_circuit` decodes circuits at (the decoder
+attends over every position it has written, so its time grows with the square of a
+circuit's size)."""
+
+
+def circuit_test_strings(n: int, samples: int, generator: torch.Generator) -> torch.Tensor:
+    """``LongTensor[5 samples + 2n + 2, n]``: the strings with at most one 1 or one 0,
+    ``samples`` strings whose number of 1s is uniform on ``0..n``, and, from ``samples``
+    random halves ``u`` of length ``n // 2``, the strings ``u u`` and ``u reversed(u)`` (a
+    middle bit between them where ``n`` is odd) and each with one bit flipped: languages that
+    compare the halves of a string accept almost no random string, but many of these."""
+    weights = _strings_of_every_weight(n, samples, generator)
+    h = n // 2
+    u = torch.randint(2, (samples, h), generator=generator)
+    middle = torch.randint(2, (samples, n - 2 * h), generator=generator)
+    copies = torch.cat([torch.cat([u, middle, u], 1), torch.cat([u, middle, u.flip(1)], 1)])
+    flip = torch.nn.functional.one_hot(torch.randint(n, (len(copies),), generator=generator),
+                                       n) if n else torch.zeros_like(copies)
+    return torch.cat([weights, copies, copies ^ flip])
+
+
+def check_fan_in_2_circuit(build, function, budget, lengths=(2, 4, 6, 8),
+                           sampled_lengths=(14,), samples: int = 24, seed: int = 0) -> Feedback:
+    """Grade a fan-in-2 circuit family run by a decoder: ``build(n)`` must return a
+    :class:`~companion.circuits.Circuit` on ``n`` inputs with NOT, AND and OR gates of fan-in
+    at most 2 (no MAJORITY), at most ``budget(n)`` gates, whose verdict is ``function`` (a
+    function from ``LongTensor[B, n]`` to ``BoolTensor[B]``, written apart from the answer).
+
+    Each circuit is compiled into a decoder at 2 significand bits
+    (:func:`companion.steps.compile_circuit`, one gate per step) and decoded
+    (:func:`companion.steps.decode`): on every input at each of ``lengths``, on
+    :func:`circuit_test_strings` (``samples``, seeded by ``seed``) at each of
+    ``sampled_lengths``, all at most :data:`MAX_BUILD_LENGTH`. The verdicts are compared with
+    ``function``'s, never with the circuit's own :meth:`~companion.circuits.Circuit.evaluate`.
+    The message names the first gate that breaks a rule, the number of gates and the budget,
+    or the first input decided wrong."""
+    from companion.circuits import Circuit
+    from companion.evaluation import _labels
+    from companion.languages import all_strings
+    from companion.steps import compile_circuit, decode
+
+    check_callable(build, "build")
+    check_callable(function, "function")
+    check_callable(budget, "budget")
+    lengths = [check_int(n, "lengths", 1, MAX_BUILD_LENGTH) for n in lengths]
+    sampled_lengths = [check_int(n, "sampled_lengths", 1, MAX_BUILD_LENGTH)
+                       for n in sampled_lengths]
+    if not lengths and not sampled_lengths:
+        raise ValueError("lengths and sampled_lengths are both empty: nothing would be checked")
+    samples = check_int(samples, "samples", 1, 10**4)
+    generator = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    sizes = {}
+    for n in [*lengths, *sampled_lengths]:
+        allowed = check_int(budget(n), f"budget({n})", minimum=0)
+        try:
+            circuit = build(n)
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"build({n}) raised {type(error).__name__}: {error}")
+        if not isinstance(circuit, Circuit):
+            return Feedback(False, f"build({n}) must return a companion.circuits.Circuit, got "
+                                   f"a {type(circuit).__name__}")
+        if circuit.n_inputs != n:
+            return Feedback(False, f"build({n}) has {circuit.n_inputs} inputs, not {n}")
+        if circuit.output is None:
+            return Feedback(False, f"build({n}) has no output node; call set_output")
+        for index, (kind, inputs) in enumerate(circuit.gates):
+            if kind == "MAJORITY" or len(inputs) > 2:
+                what = "a MAJORITY gate" if kind == "MAJORITY" else \
+                    f"an {kind} gate of fan-in {len(inputs)}"
+                return Feedback(False, f"build({n}): gate {index} (node {n + index}) is "
+                                       f"{what}; only NOT, AND and OR of fan-in at most 2 "
+                                       "are allowed")
+        if len(circuit.gates) > allowed:
+            return Feedback(False, f"build({n}) has {len(circuit.gates)} gates, more than the "
+                                   f"{allowed} allowed (budget({n}))")
+        sizes[n] = len(circuit.gates)
+        exhaustive = n in lengths
+        w = all_strings(n) if exhaustive else circuit_test_strings(n, samples, generator)
+        _, verdict = decode(compile_circuit(circuit, bits=2), w)
+        wrong = (verdict != _labels(function, w)).nonzero().flatten()
+        if len(wrong):
+            example = "".join(str(b) for b in w[wrong[0]].tolist())
+            return Feedback(False, f"build({n})'s decoder says {bool(verdict[wrong[0]])} on "
+                                   f"{example!r}, where the function is "
+                                   f"{not bool(verdict[wrong[0]])} (and it is wrong on "
+                                   f"{len(wrong) - 1} other inputs "
+                                   f"{'' if exhaustive else 'of those tried '}of length {n})")
+    tried = [f"on every input for n in {list(lengths)}"] if lengths else []
+    if sampled_lengths:
+        tried.append(f"on strings of every weight and strings whose halves agree for n in "
+                     f"{list(sampled_lengths)}")
+    longest = max(sizes)
+    return Feedback(True, "decoded at 2 significand bits, right " + " and ".join(tried)
+                    + f"; {sizes[longest]} gates at n = {longest} (at most "
+                      f"{budget(longest)} allowed)")
+
+
+def check_step_count(steps, family, lengths=range(1, 65)) -> Feedback:
+    """Grade a closed form of a circuit decoder's steps: ``steps(n)`` must return the number
+    of steps that the decoder of ``family(n)`` (a :class:`~companion.circuits.Circuit` on
+    ``n`` inputs, written apart from the answer) takes, one per gate
+    (:func:`companion.steps.compile_circuit`): ``len(family(n).gates)``, for every ``n`` in
+    ``lengths``. That the decoder writes one value per gate is confirmed by decoding the
+    circuits of the three shortest lengths. A wrong value that counts the inputs too (the
+    circuit's ``size``), and BOS with them (the positions the decoder ends with), or is one
+    off, is named as such."""
+    from companion.circuits import Circuit
+    from companion.steps import compile_circuit, decode
+
+    check_callable(steps, "steps")
+    check_callable(family, "family")
+    lengths = [check_int(n, "lengths", 0) for n in lengths]
+    if not lengths:
+        raise ValueError("lengths is empty: nothing would be checked")
+    for index, n in enumerate(sorted(lengths)):
+        circuit = family(n)
+        if not isinstance(circuit, Circuit):
+            raise TypeError(f"family({n}) must return a companion.circuits.Circuit, got "
+                            f"{type(circuit).__name__}")
+        right = len(circuit.gates)
+        if index < 3:
+            written, _ = decode(compile_circuit(circuit), torch.zeros(1, n, dtype=torch.long))
+            if written.shape[1] != right:
+                raise RuntimeError("the circuit decoder did not write one value per gate: "
+                                   "please report it")
+        try:
+            got = _integer(steps(n), f"steps({n})")
+        except Exception as error:  # a student's code may fail in any way
+            return Feedback(False, f"steps({n}) raised {type(error).__name__}: {error}")
+        if isinstance(got, str):
+            return Feedback(False, got)
+        if got == right:
+            continue
+        why = f"steps({n}) = {got}, but the decoder of family({n}) takes {right} steps"
+        if got == circuit.size:
+            why += (": yours counts the inputs too (the circuit's size); the decoder "
+                    "reads the inputs in its prompt and takes a step per gate only")
+        elif got == circuit.size + 1:
+            why += (": yours counts every position, BOS and the inputs too; the decoder "
+                    "takes a step per gate only")
+        elif abs(got - right) == 1:
+            why += ": yours is one off (the output gate, or a constant gate, counts as one)"
+        return Feedback(False, why)
+    return Feedback(True, f"the number of steps is right for {len(lengths)} lengths n from "
+                          f"{min(lengths)} to {max(lengths)}")

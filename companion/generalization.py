@@ -397,7 +397,7 @@ def bootstrap_mean(values, samples: int = 1000, generator: torch.Generator | Non
     if values.dim() != 1 or len(values) < 1:
         raise ValueError(f"values must be a 1-d sequence of runs, got shape "
                          f"{tuple(values.shape)}")
-    # the paired bootstrap of Chapter 9, of the differences from 0: the same resampling
+    # the paired bootstrap of Chapter 10, of the differences from 0: the same resampling
     return bootstrap_difference(torch.zeros_like(values), values, samples, generator)
 
 

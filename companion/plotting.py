@@ -348,6 +348,31 @@ def plot_circuit(circuit, ax=None, input_names=None, title=None):
     return ax
 
 
+def plot_circuit_reads(reads, circuit, ax=None, title=None):
+    """What each step of a circuit's decoder reads: ``reads [gates, N]`` (the attention
+    weights of :func:`companion.steps.circuit_attention`, summed over heads) as a heat map, a
+    row per gate (named by its kind) and a column per position that a step can read (BOS,
+    the inputs ``w_i``, every gate ``g_j`` but the last)."""
+    from companion.circuits import Circuit  # the figures load no model code until asked
+
+    if not isinstance(circuit, Circuit):
+        raise TypeError(f"circuit must be a Circuit, got {type(circuit).__name__}")
+    n, gates = circuit.n_inputs, len(circuit.gates)
+    reads = _numbers(reads, "reads", ranks=(2,))
+    if reads.shape != (gates, circuit.n_nodes):
+        raise ValueError(f"reads must have shape [{gates}, {circuit.n_nodes}] for this "
+                         f"circuit, got {list(reads.shape)}")
+    ax = _heat_map(reads, ax, (4.5, 3.2), ("position read", "step (gate written)",
+                                          "attention weight"), title, cmap="Blues",
+                   vmin=0.0, vmax=max(1.0, float(reads.max())))
+    columns = ["BOS", *(f"$w_{{{i}}}$" for i in range(n)), *(f"$g_{{{j}}}$"
+                                                            for j in range(gates - 1))]
+    ax.set_xticks(range(len(columns)), columns)
+    ax.set_yticks(range(gates), [f"$g_{{{j}}}$ {kind}" for j, (kind, _)
+                                 in enumerate(circuit.gates)])
+    return ax
+
+
 def plot_class_map(ax=None):
     """The circuit classes as nested regions (after [chiang2024esslli] Fig. 5.2, assuming TC0 !=
     NC1), with example languages and where transformers sit: softmax transformers in TC0 when

@@ -13,14 +13,17 @@ stays ``-inf``).
 
 Under :func:`at_precision`, *every operation rounds*: each PyTorch operation that a model's
 ``forward`` calls, from an addition or a product to a layer normalization's square root, is
-computed in float64 from rounded operands and its result rounded. An operation that sums many
-terms (a matrix product, a mean, softmax's normalizer) sums them in float64, exact for the
-small integers of the constructions, and rounds once; [li2024chain] instead round after every
-single addition (the circuit decoders of :func:`companion.steps.compile_circuit` are exact under
-both; its docstring says why). Softmax is three rounded operations: ``exp(x - max x)``, which
-flushes to 0 below the smallest normal number, the sum, and the division. Attention is rounded
-too, weights and weighted sum, which [yang2025knee] do not do: their transformers round
-everywhere *but* inside attention.
+computed in float64 from rounded operands and its result rounded. (Operations that only move
+numbers, such as indexing, reshaping and concatenation, return numbers already rounded; the
+weights and position embeddings are rounded when :func:`at_precision` makes its copy.) An
+operation that sums many terms (a matrix product, a mean, softmax's normalizer) sums them in
+float64, exact for the small integers of the constructions, and rounds once; [li2024chain]
+instead round after every single addition (the circuit decoders of
+:func:`companion.steps.compile_circuit` are exact under both; its docstring says why).
+Softmax is three rounded operations: ``exp(x - max x)``, which flushes to 0 below the
+smallest normal number, the sum, and the division. Attention is rounded too, weights and
+weighted sum, which [yang2025knee] do not do: their transformers round everywhere *but*
+inside attention.
 
 **The rounding analysis** of the PARITY transformer asks up to which length a floating-point
 format (float32, bfloat16) must classify every string correctly, whatever order its kernels sum
@@ -117,6 +120,10 @@ def round_to(x: torch.Tensor, fmt: Format) -> torch.Tensor:
 
 
 _SOFTMAX = {torch.softmax, torch.Tensor.softmax, F.softmax, torch.special.softmax}
+_MOVES = {"__getitem__", "view", "reshape", "transpose", "permute", "expand", "unsqueeze",
+          "squeeze", "flatten", "contiguous", "cat", "stack", "narrow", "select", "gather",
+          "index_select", "flip", "clone", "to", "detach", "split", "chunk", "unbind"}
+"""Operations that only move numbers: their results are the numbers they were given."""
 
 
 class _Rounding(TorchFunctionMode):
@@ -147,6 +154,8 @@ class _Rounding(TorchFunctionMode):
             return func(*args, **kwargs)
         result = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
+        if name in _MOVES:
+            return result
         if name.endswith("_") and not name.startswith("__") and isinstance(result, torch.Tensor):
             with torch.no_grad():  # an in-place operation: round its target in place
                 return result.copy_(self.round(result)) if result.dtype == torch.float64 \
@@ -208,6 +217,13 @@ def at_precision(model, bits: int, exponent_bits: int = 8):
     rounded = copy.deepcopy(model)
     _round_tensors(rounded, fmt, set())
     forward = rounded.forward
+    if callable(getattr(rounded, "positions", None)):  # a decoder's position embedding,
+        positions = rounded.positions  # which its cache holds: rounded when computed
+
+        def positions_at_precision(i):
+            return round_to(positions(i).double(), fmt)
+
+        rounded.positions = positions_at_precision
 
     def forward_at_precision(*args, **kwargs):
         with _Rounding(fmt):

@@ -153,11 +153,13 @@ class Decoder(nn.Module):
         self.output_weight = nn.Parameter(output_weight, requires_grad=False)
         self.first_written = first_written
 
-    def forward(self, tokens, start: int, cache: Cache, record: list | None = None):
+    def forward(self, tokens, start: int, cache: Cache, record: list | None = None,
+                attention: list | None = None):
         """Logits ``[B, t, S]`` for the tokens ``[B, t]`` at positions ``start, ...,
         start + t - 1``, after storing their keys and values in ``cache``; position ``i``
         attends to positions ``0, ..., i`` only (the causal mask). ``record``, a list, receives
-        the stages ``[a0, c1, a1, c2, ...]`` (each ``[B, t, d]``)."""
+        the stages ``[a0, c1, a1, c2, ...]`` (each ``[B, t, d]``); ``attention``, a list, each
+        layer's weights ``[heads, B, t, start + t]``."""
         end = start + tokens.shape[1]
         where = cache.positions.device
         causal = (torch.arange(start, end, device=where)[:, None]
@@ -176,6 +178,8 @@ class Decoder(nn.Module):
             if causal is not None:  # one position sees all the keys so far
                 scores = scores.masked_fill(~causal, -math.inf)
             alpha = torch.softmax(scores, dim=-1)
+            if attention is not None:
+                attention.append(alpha)
             mixed = (alpha @ values[:, :, :end]).sum(0)  # [B, t, r_V]
             c = a.index_add(-1, cache.value_rows[n], mixed)  # added on the value rows
             a = c + layer.ffn(c)
@@ -625,6 +629,29 @@ def compile_circuit(circuit: Circuit, bits: int | None = None,
     if bits is not None:
         decoder = at_precision(decoder, bits, exponent_bits)
     return decoder
+
+
+def circuit_attention(decoder: Decoder, x) -> torch.Tensor:
+    """The attention weights of a circuit's decoder on one input ``x`` (a str or
+    ``LongTensor[1, n]``) at the positions that compute the gates: ``[heads, gates, N]``, ``N``
+    the circuit's nodes; row ``g`` holds what each head of the step that writes gate ``g``
+    reads (its inputs, or BOS for a spare head) among the positions ``0..N-1`` (BOS, the
+    inputs, every gate but the last). One causal pass over ``BOS x`` and the gates' values
+    as the decoder writes them."""
+    if not isinstance(decoder, Decoder) or not hasattr(decoder, "circuit"):
+        raise TypeError(f"decoder must come from compile_circuit, got {type(decoder).__name__}")
+    written, _ = decode(decoder, x)
+    x = as_strings(x, "x")
+    if x.shape[0] != 1:
+        raise ValueError(f"x must be one input (a batch of 1), got {x.shape[0]}")
+    circuit = decoder.circuit
+    tokens = torch.cat([torch.full((1, 1), 2, dtype=torch.long), x.cpu(), written[:, :-1].cpu()],
+                       1).to(decoder.embedding.device)
+    weights = []
+    with torch.no_grad():
+        decoder(tokens, 0, Cache(decoder, 1, circuit.n_nodes + 1), attention=weights)
+    n = circuit.n_inputs
+    return weights[0][:, 0, n:n + len(circuit.gates)]
 
 
 def _decode_circuit(decoder: Decoder, x):

@@ -27,7 +27,7 @@ types with ``log(count)`` added to each logit. This is exact, and it makes a str
 strings keep one type per position.
 
 This recognizer is the book's one learned model outside :mod:`companion.model`, which every
-other learning experiment trains (Chapters 9 to 11): it is post-norm, as the paper's, reads
+other learning experiment trains (Chapters 10 to 12): it is post-norm, as the paper's, reads
 position features, and runs over token types, none of which the shared model does.
 """
 

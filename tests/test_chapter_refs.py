@@ -114,7 +114,7 @@ def test_the_rules_catch_a_wrong_reference(tmp_path, monkeypatch):
     not the label's, and "the next chapter"; it accepts the forms the book writes."""
     page = tmp_path / "page.md"
     good = ("Chapter 6, {doc}`Hahn's lemma and exact solutions <exact_solutions>`, builds;\n"
-            "(Chapter 7, {doc}`layernorm_hahn`); Chapter 9 ({doc}`learnability`);\n"
+            "(Chapter 7, {doc}`layernorm_hahn`); Chapter 10 ({doc}`learnability`);\n"
             "| 1. {doc}`self_attention` |; {doc}`Errata <errata>`; §9.3 of the textbook;\n"
             "{ref}`§6.5 <sec-hahn-visible>`; {ref}`The check in Chapter 1 <check-sa-rounding>`.")
     page.write_text(good)

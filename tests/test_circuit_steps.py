@@ -207,3 +207,15 @@ def test_rank_of_known_functions():
     with pytest.raises(ValueError, match="BoolTensor"):
         eh_rank(lambda x: x.sum(1), 3)
 
+
+
+def test_each_step_reads_its_gates_inputs():
+    from companion.steps import circuit_attention
+
+    circuit = random_circuit(4, 12, torch.Generator().manual_seed(3))
+    weights = circuit_attention(compile_circuit(circuit, bits=3), "1011")
+    for g, (_, inputs) in enumerate(circuit.gates):
+        read = sorted(weights[:, g].nonzero()[:, 1].tolist())
+        spare = weights.shape[0] - len(inputs)  # spare heads read BOS, position 0
+        assert read == sorted([0] * spare + [node + 1 for node in inputs])
+        assert set(weights[:, g].sum(1).tolist()) == {1.0}  # one-hot: exactly 1 and 0s

@@ -280,3 +280,18 @@ def test_sensitivity_and_sharpness_figures_draw_their_data():
     with pytest.raises(TypeError, match="panels"):
         plotting.plot_sharpness([3, 4], {})
     plt.close("all")
+
+
+def test_circuit_reads_draws_one_row_per_gate():
+    from companion import circuits, steps
+
+    circuit = circuits.xor_circuit()
+    reads = steps.circuit_attention(steps.compile_circuit(circuit), "10").sum(0)
+    ax = plotting.plot_circuit_reads(reads, circuit)
+    assert [label.get_text() for label in ax.get_yticklabels()][0] == "$g_{0}$ OR"
+    assert len(ax.get_xticklabels()) == circuit.n_nodes
+    with pytest.raises(ValueError, match="reads"):
+        plotting.plot_circuit_reads(reads[:, :3], circuit)
+    with pytest.raises(TypeError, match="circuit"):
+        plotting.plot_circuit_reads(reads, "xor")
+    plt.close("all")
