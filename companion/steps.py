@@ -524,10 +524,11 @@ def compile_circuit(circuit: Circuit, bits: int | None = None,
                     exponent_bits: int = CIRCUIT_EXPONENT_BITS,
                     allow_fewer_bits: bool = False) -> Decoder:
     """A :class:`Decoder` that evaluates ``circuit`` one gate per step ([li2024chain] Thm. 3.3,
-    our construction): the prompt is ``BOS x_1 ... x_n``, and the token at position ``v`` is the
-    value of node ``v - 1`` (inputs first, then the gates in the circuit's order), so the step
-    at position ``v - 1`` computes node ``v - 1``'s successor gate. One layer, one head per
-    input of the widest gate (``H`` heads), no layer normalization:
+    our construction): the prompt is ``BOS x_1 ... x_n``; position 0 holds BOS and position
+    ``v >= 1`` the value of node ``v - 1`` (inputs first, then the gates in the circuit's
+    order), and the step at position ``j`` writes the token of position ``j + 1``, so the steps
+    at positions ``n, ..., N - 1`` write the gates' values. One layer, one head per input of
+    the widest gate (``H`` heads), no layer normalization:
 
     * *addresses*: position ``j`` carries its ``L = ceil(log2(N + 1))`` address bits as signs
       ``s_b(j) = +-1`` (``N`` the circuit's nodes), and the ``L``-bit addresses of the inputs of

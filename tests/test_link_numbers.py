@@ -53,5 +53,5 @@ def test_the_rule_catches_a_papers_number():
     assert NUMBERS["prop-sharpen"] == "Proposition 7.2"
     assert problems("{prf:ref}`Proposition 7.2 <prop-sharpen>`", NUMBERS) == []
     assert problems("{prf:ref}`Proposition 6.1 <prop-sharpen>`", NUMBERS)
-    assert problems("{ref}`Figure 9.9 <fig-figure4>`", NUMBERS)
-    assert problems("{ref}`Fig. 9.1 <fig-figure4>`", NUMBERS) == []
+    assert problems("{ref}`Figure 10.9 <fig-figure4>`", NUMBERS)
+    assert problems("{ref}`Fig. 10.1 <fig-figure4>`", NUMBERS) == []
