@@ -373,6 +373,27 @@ def plot_circuit_reads(reads, circuit, ax=None, title=None):
     return ax
 
 
+def plot_tm_attention(table, ax=None, title=None):
+    """Where a Turing machine's decoder reads the tape: the table of
+    :func:`companion.steps.tm_attention` (a row per move, a column per position ``"i:token"``)
+    as a heat map, moves down and positions across, each labelled by its number."""
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table must be the DataFrame of steps.tm_attention, "
+                        f"got {type(table).__name__}")
+    weights = _numbers(table.to_numpy(dtype=float, copy=True), "table", ranks=(2,))
+    ax = _heat_map(weights, ax, (4.5, 3.5), ("position read", "move written",
+                                            "attention weight"), title, cmap="Blues",
+                   vmin=0.0, vmax=1.0)
+    rows, columns = weights.shape
+    step = max(1, columns // 12)  # at most a dozen numbers on an axis
+    ax.set_xticks(range(0, columns, step))
+    ax.set_yticks(range(0, rows, max(1, rows // 12)),
+                  [str(s + 1) for s in range(0, rows, max(1, rows // 12))])
+    return ax
+
+
 def plot_class_map(ax=None):
     """The circuit classes as nested regions (after [chiang2024esslli] Fig. 5.2, assuming TC0 !=
     NC1), with example languages and where transformers sit: softmax transformers in TC0 when

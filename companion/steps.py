@@ -469,6 +469,67 @@ TM_EXAMPLES = {
 rejecting)``, blank 2: two languages that are not regular and a function."""
 
 
+def _one_run(decoder, w, name: str = "w"):
+    """``(input [1, m], written moves [1, t, 3])`` of a machine's decoder on one string."""
+    if not isinstance(decoder, Decoder) or not hasattr(decoder, "machine"):
+        raise TypeError(f"decoder must come from compile_tm, got {type(decoder).__name__}")
+    x = _as_symbols(w, 2)
+    if x.shape[0] != 1:
+        raise ValueError(f"{name} must be one string (a batch of 1), got {x.shape[0]}")
+    written, _ = decode(decoder, x)
+    return x.cpu(), written.cpu()
+
+
+def tm_trace(decoder: Decoder, w):
+    """One run of a machine's decoder (:func:`compile_tm`) on the string ``w``, as a pandas
+    table with a row per move the decoder wrote: the cell the head was on, the symbol it read
+    there, the state, symbol and move the decoder wrote, and the tape after the move, with the
+    head's cell in brackets and the blank as ``_``. Only the input comes from ``w``; the cells,
+    the symbols read and the tape are replayed from the written moves, as the decoder's own
+    attention finds them (a move left at cell 0 stays there)."""
+    import pandas as pd  # only when a table is asked for
+
+    x, written = _one_run(decoder, w)
+    blank = decoder.machine["blank"]
+    tape, cell, rows = dict(enumerate(x[0].tolist())), 0, []
+    for state, symbol, move in written[0].tolist():
+        read, tape[cell] = tape.get(cell, blank), symbol
+        row = {"cell": cell, "reads": read, "state": state, "writes": symbol, "move": move}
+        cell = max(cell + move, 0)
+        shown = ["_" if tape.get(c, blank) == blank else str(tape[c])
+                 for c in range(max(*tape, cell) + 1)]
+        shown[cell] = f"[{shown[cell]}]"
+        rows.append(row | {"tape after": "".join(shown)})
+    table = pd.DataFrame(rows, columns=["cell", "reads", "state", "writes", "move",
+                                        "tape after"])
+    table.index = pd.RangeIndex(1, len(rows) + 1, name="move")
+    return table
+
+
+def tm_attention(decoder: Decoder, w):
+    """Where a machine's decoder reads the tape: the attention weights of its second layer,
+    whose query is the head's cell, at each position that computes a move, over the positions
+    before it, as a pandas table (a row per move ``s``, computed at position ``m + s - 1``; a
+    column per position ``"i:token"``). Each row puts its weight on the latest move that wrote
+    the head's cell, or on the input symbol there, or on START for a blank never written: one
+    causal pass over ``w START`` and the moves the decoder wrote."""
+    import pandas as pd  # only when a table is asked for
+
+    x, written = _one_run(decoder, w)
+    m, t = x.shape[1], written.shape[1]
+    index = (decoder.moves[None] == written[0][:, None]).all(-1).int().argmax(1)
+    tokens = torch.cat([x[0], torch.tensor([2]), decoder.first_written + index[:-1]])
+    weights = []
+    with torch.no_grad():
+        decoder(tokens[None].to(decoder.embedding.device), 0,
+                Cache(decoder, 1, len(tokens)), attention=weights)
+    rows = weights[1][0, 0, m:m + t].double().cpu().numpy()
+    labels = [f"{i}:{decoder.tokens[k]}" for i, k in enumerate(tokens.tolist())]
+    moves = [f"{s + 1}: {decoder.tokens[decoder.first_written + k]}"
+             for s, k in enumerate(index.tolist())]
+    return pd.DataFrame(rows, index=pd.Index(moves, name="move"), columns=labels)
+
+
 def run_tm(transitions, start: int, accepting, rejecting, w, blank: int = 2,
            steps: int | None = None):
     """The moves of the machine on each string of ``w`` by direct simulation (a dict for the

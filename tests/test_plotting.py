@@ -295,3 +295,15 @@ def test_circuit_reads_draws_one_row_per_gate():
     with pytest.raises(TypeError, match="circuit"):
         plotting.plot_circuit_reads(reads, "xor")
     plt.close("all")
+
+
+def test_tm_attention_draws_a_row_per_move():
+    from companion import steps
+
+    machine = steps.compile_tm(*steps.TM_EXAMPLES["increment"])
+    table = steps.tm_attention(machine, "110")
+    ax = plotting.plot_tm_attention(table)
+    assert ax.images[0].get_array().shape == table.shape
+    with pytest.raises(TypeError, match="table"):
+        plotting.plot_tm_attention(table.to_numpy())
+    plt.close("all")

@@ -276,3 +276,38 @@ def test_bad_blank_positions_and_steps_are_refused():
         decode(decoder, "012")
     with pytest.raises(ValueError, match="record"):
         decode(decoder, "01", record=True)
+
+
+def test_the_trace_replays_the_moves_and_the_attention_reads_the_cell():
+    """tm_trace's tape against run_tm's moves replayed here; tm_attention's weights one-hot
+    on a position that holds the symbol the trace says was read."""
+    import pandas as pd
+
+    from companion.steps import TM_EXAMPLES, compile_tm, run_tm, tm_attention, tm_trace
+
+    for name, machine in TM_EXAMPLES.items():
+        decoder = compile_tm(*machine)
+        for word in ("0110", "0011", "1", ""):
+            trace = tm_trace(decoder, word)
+            moves, _ = run_tm(*machine, word, steps=len(trace))
+            assert trace[["state", "writes", "move"]].values.tolist() == moves[0].tolist()
+            tape, cell = {i: int(c) for i, c in enumerate(word)}, 0
+            for row, (_, symbol, move) in zip(trace.itertuples(), moves[0].tolist(),
+                                              strict=True):
+                assert (row.cell, row.reads) == (cell, tape.get(cell, 2)), (name, word)
+                tape[cell], cell = symbol, max(cell + move, 0)
+            if not word:
+                continue
+            weights = tm_attention(decoder, word)
+            assert isinstance(weights, pd.DataFrame) and len(weights) == len(trace)
+            assert ((weights == 0) | (weights == 1)).all().all()
+            tokens = [column.split(":", 1)[1] for column in weights.columns]
+            for s, read in enumerate(trace["reads"]):
+                token = tokens[int(weights.iloc[s].to_numpy().argmax())]
+                held = "2" if token == "START" else token if not token.startswith("(") \
+                    else token.strip("()").split(",")[1]
+                assert int(held) == read, (name, word, s)
+    with pytest.raises(TypeError, match="compile_tm"):
+        tm_trace(compile_tm(*TM_EXAMPLES["increment"]).layers, "01")
+    with pytest.raises(ValueError, match="one string"):
+        tm_trace(compile_tm(*TM_EXAMPLES["increment"]), torch.zeros(2, 3, dtype=torch.long))
