@@ -141,6 +141,19 @@ def variant_params(variants: dict, label: str, book: dict | None = None) -> dict
     return variants[label].params if label in variants else ({} if book is None else book)
 
 
+def circuit_from_data(data):
+    """A :class:`companion.circuits.Circuit` from the plain data a hidden test sends back,
+    ``(n_inputs, [(kind, inputs), ...], output)``: built again gate by gate in the grader's
+    process, so that a submission's own object is never trusted."""
+    from companion.circuits import Circuit  # only the circuit chapters' judges need it
+
+    n_inputs, gates, output = data
+    circuit = Circuit(n_inputs)
+    for kind, inputs in gates:
+        circuit.gate(kind, *inputs)
+    return circuit.set_output(output)
+
+
 def tensor_literal(rng: random.Random, shape: Sequence[int], digits: int = 6) -> str:
     """Source text of a float64 tensor of the given shape with normal entries from ``rng``,
     so that the same input reaches the submission and the instructor edition."""

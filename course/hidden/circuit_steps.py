@@ -14,10 +14,9 @@ import random
 
 import torch
 
-from companion.circuits import Circuit
 from companion.exercises import circuit_test_strings
 from companion.languages import all_strings
-from course.hidden import HiddenTest, close, variant_params
+from course.hidden import HiddenTest, circuit_from_data, close, variant_params
 from course.variants import Variant
 
 EXACT = close(rtol=0, atol=0)
@@ -269,14 +268,6 @@ def _circuit(rng: random.Random) -> Variant:
     }, {"function": name})
 
 
-def _rebuilt(data) -> Circuit:
-    n_inputs, gates, output = data
-    circuit = Circuit(n_inputs)
-    for kind, inputs in gates:
-        circuit.gate(kind, *inputs)
-    return circuit.set_output(output)
-
-
 def _circuit_judge(n: int, name: str, seed: int):
     """A judge of ``[n_inputs, gates, output]``: a circuit on ``n`` inputs of NOT, AND and OR
     gates of fan-in at most 2, at most ``3n`` of them, whose output is the function's on
@@ -285,7 +276,7 @@ def _circuit_judge(n: int, name: str, seed: int):
 
     def judge(got, expected) -> str:
         try:
-            circuit = _rebuilt(got)
+            circuit = circuit_from_data(got)
         except (TypeError, ValueError) as error:  # not a circuit, or a broken one
             return f"not a valid circuit ({error})"
         if circuit.n_inputs != n:

@@ -9,9 +9,8 @@ one (:func:`companion.exercises.check_circuit_family`)."""
 import math
 import random
 
-from companion.circuits import Circuit
 from companion.exercises import check_circuit_family
-from course.hidden import HiddenTest, variant_params
+from course.hidden import HiddenTest, circuit_from_data, variant_params
 from course.variants import Variant
 
 
@@ -19,20 +18,12 @@ def _data(family: str, n: int) -> str:
     return f"(lambda c: [c.n_inputs, c.gates, c.output])({family}({n}))"
 
 
-def _rebuilt(data) -> Circuit:
-    n_inputs, gates, output = data
-    circuit = Circuit(n_inputs)
-    for kind, inputs in gates:
-        circuit.gate(kind, *inputs)
-    return circuit.set_output(output)
-
-
 def _decides(n, language, circuit_class, max_depth, max_size=None, seed=0):
     """A judge: the circuit (ignoring the instructor's) has ``n`` inputs, decides
     ``language`` and obeys ``circuit_class`` and the bounds (ints or functions of n)."""
     def judge(got, expected) -> str:
         try:
-            circuit = _rebuilt(got)
+            circuit = circuit_from_data(got)
         except (TypeError, ValueError) as error:  # not a circuit, or a broken one
             return f"not a valid circuit ({error})"
         lengths, sampled = ([n], ()) if n <= 10 else ((), (n,))
