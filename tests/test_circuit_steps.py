@@ -120,14 +120,18 @@ def test_bad_circuit_input_is_refused():
 
 
 def test_round_to_agrees_with_pytorchs_formats():
-    generator = torch.Generator().manual_seed(0)
-    x = torch.randn(10**5, dtype=torch.float64, generator=generator) * 100
-    assert torch.equal(round_to(x, Format(8, 8)), x.to(torch.bfloat16).double())
-    assert torch.equal(round_to(x, Format(24, 8)), x.to(torch.float32).double())
-    # PyTorch rounds float64 to float16 through float32 (twice); from float32 it is once
-    single = x.float()
-    assert torch.equal(round_to(single.double(), Format(11, 5)),
-                       single.to(torch.float16).double())
+    """Against PyTorch's conversions: float64 to float32 directly; bfloat16 and float16 from
+    float32 inputs (PyTorch rounds float64 to them twice, through float32), on the numbers
+    above each format's smallest normal one (PyTorch keeps subnormals; our formats flush)."""
+    for seed in range(8):
+        generator = torch.Generator().manual_seed(seed)
+        x = torch.randn(10**5, dtype=torch.float64, generator=generator) * 100
+        assert torch.equal(round_to(x, Format(24, 8)), x.to(torch.float32).double())
+        single = x.float().double()
+        for fmt, dtype in ((Format(8, 8), torch.bfloat16), (Format(11, 5), torch.float16)):
+            normal = single.abs() >= fmt.smallest
+            assert torch.equal(round_to(single, fmt)[normal],
+                               single.to(dtype).double()[normal]), (seed, dtype)
 
 
 def test_round_to_flushes_and_saturates():
