@@ -341,6 +341,23 @@ def _as_permutation(cycles, k: int) -> list[int]:
     return p
 
 
+def generator_permutations(generators, k: int, count: int | None = None) -> list[list[int]]:
+    """The letters of a word problem, each as the list ``p`` with ``x -> p[x]``: ``generators``
+    is a list of permutations of ``0..k-1`` in cycle notation, one per symbol (``"(01)"``,
+    ``"(01234)"``), of ``count`` entries when ``count`` is given; ``k`` is 1..10."""
+    k = check_int(k, "k", minimum=1, maximum=10)
+    if isinstance(generators, str) or not hasattr(generators, "__iter__"):
+        raise TypeError("generators must be a list of permutations such as '(01)(234)', "
+                        f"got {type(generators).__name__}")
+    generators = list(generators)  # a generator expression is read once
+    if not all(isinstance(g, str) for g in generators):
+        raise TypeError("generators must be a list of permutations such as '(01)(234)'")
+    if not generators or (count is not None and len(generators) != count):
+        raise ValueError(f"generators must hold {count or 'at least one'} permutation(s) in "
+                         f"cycle notation, one per symbol, got {generators!r}")
+    return [_as_permutation(_cycles(g, k, "generators"), k) for g in generators]
+
+
 def word_problem(word, k: int = 5) -> bool:
     """Whether a word over S_k multiplies to the identity ([chiang2024esslli] §5.2: the language
     W(S_k)).

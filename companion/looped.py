@@ -40,7 +40,7 @@ import math
 import torch
 
 from companion._checks import check_int
-from companion.languages import _as_permutation, _cycles
+from companion.languages import generator_permutations
 from companion.layout import Layout
 from companion.transformer import Encoder, EncoderLayer
 
@@ -55,17 +55,6 @@ def loops(max_length: int) -> int:
     return max(1, math.ceil(math.log2(max_length)))
 
 
-def _letters(generators, k: int) -> list[list[int]]:
-    """The two letters, each as the list ``p`` with ``x -> p[x]``."""
-    if isinstance(generators, str) or not isinstance(generators, list | tuple):
-        raise TypeError("generators must be a pair of permutations such as ('(01)', '(01234)'), "
-                        f"got {type(generators).__name__}")
-    if len(generators) != 2 or not all(isinstance(g, str) for g in generators):
-        raise ValueError("generators must be two permutations in cycle notation, one per symbol "
-                         f"0 and 1, got {generators!r}")
-    return [_as_permutation(_cycles(g, k, "generators"), k) for g in generators]
-
-
 def looped_word_problem(max_length: int, generators=("(01)", "(01234)"),
                         k: int = 5) -> Encoder:
     """A looped :class:`~companion.transformer.Encoder` that accepts a word over the two
@@ -77,7 +66,7 @@ def looped_word_problem(max_length: int, generators=("(01)", "(01234)"),
     layer, ``encoder.generators`` the letters (``x -> p[x]``)."""
     R = loops(max_length)
     k = check_int(k, "k", minimum=1, maximum=6)
-    letters = _letters(generators, k)
+    letters = generator_permutations(generators, k, count=2)
     points = range(k)
     L = Layout(*(f"cur[{x}={y}]" for x in points for y in points),
                *(f"prev[{x}={y}]" for x in points for y in points),
@@ -85,9 +74,9 @@ def looped_word_problem(max_length: int, generators=("(01)", "(01234)"),
                "s", "1", "i", "i^2")
     hid = Layout("t", "1")  # the query/key space
     triples = Layout(*(f"{x}>{y}>{z}" for x in points for y in points for z in points))
-    pairs = Layout(*(f"{x}>{y}" for x in points for y in points))
-    units = Layout(*triples.names, *(f"cur {p}" for p in pairs.names),
-                   *(f"prev {p}" for p in pairs.names), "s")
+    pairs = [f"{x}>{y}" for x in points for y in points]
+    units = Layout(*triples.names, *(f"cur {p}" for p in pairs), *(f"prev {p}" for p in pairs),
+                   "s")
     C = SCALE * math.sqrt(L.d)  # the encoder divides its scores by sqrt(d)
 
     def holding(p):  # a permutation p (x -> p[x]) in cur, with the stride 1
@@ -111,8 +100,8 @@ def looped_word_problem(max_length: int, generators=("(01)", "(01234)"),
     with torch.no_grad():
         block.W_Q[0] = hid.matrix(L, {("t", "i"): C, ("t", "s"): -C, ("1", "1"): C})
         block.W_K[0] = hid.matrix(L, {("t", "i"): 2.0, ("1", "i^2"): -1.0})
-        block.W_V[0] = L.matrix(L, {(f"prev[{p}]", f"cur[{p}]"): 1.0
-                                    for p in (f"{x}={y}" for x in points for y in points)})
+        block.W_V[0] = L.matrix(L, {(f"prev[{x}={y}]", f"cur[{x}={y}]"): 1.0
+                                    for x in points for y in points})
         block.W_F1.copy_(units.matrix(L, {
             **{entry: 1.0 for x in points for y in points for z in points for entry in (
                 (f"{x}>{y}>{z}", f"prev[{x}={y}]"), (f"{x}>{y}>{z}", f"cur[{y}={z}]"))},

@@ -56,7 +56,7 @@ from companion._checks import (
     check_tm,
 )
 from companion.circuits import Circuit
-from companion.languages import _as_permutation, _cycles, as_strings
+from companion.languages import as_strings, generator_permutations
 from companion.layernorm import layer_norm
 from companion.layout import Layout
 from companion.precision import at_precision
@@ -255,15 +255,7 @@ def word_problem_dfa(generators=("(01)", "(01234)"), k: int = 5):
     ``(transitions, start, accepting)``: a state is the product so far, one of the ``k!``
     permutations (state 0 the identity), and it accepts the identity."""
     k = check_int(k, "k", minimum=1, maximum=6)
-    if isinstance(generators, str) or not hasattr(generators, "__iter__"):
-        raise TypeError("generators must be a list of permutations such as '(01)(234)', "
-                        f"got {type(generators).__name__}")
-    generators = list(generators)  # a generator expression is read once
-    if not all(isinstance(g, str) for g in generators):
-        raise TypeError("generators must be a list of permutations such as '(01)(234)'")
-    if not generators:
-        raise ValueError("generators must hold at least one permutation, got none")
-    letters = [_as_permutation(_cycles(g, k, "generators"), k) for g in generators]
+    letters = generator_permutations(generators, k)
     states = list(itertools.permutations(range(k)))
     number = {p: q for q, p in enumerate(states)}
     transitions = [[number[tuple(g[image] for image in p)] for g in letters] for p in states]

@@ -152,6 +152,13 @@ CASES = [
     ("word_problem word", languages.word_problem, "word",
      st.sampled_from(["(", "(0", "()", "(a)", "(00)", "(9)", "(٠١)", "(0²)", 5, None])),
     ("word_problem k", lambda v: languages.word_problem("(01)", v), "k", bad_ints(2, 10)),
+    ("generator_permutations", lambda v: languages.generator_permutations(v, 5), "generators",
+     st.sampled_from(["(01)", 5, None, [], ["(0"], ["(05)"], ["(00)"], [3], [b"(01)"]])),
+    ("generator_permutations count",
+     lambda v: languages.generator_permutations(v, 5, count=2), "generators",
+     st.sampled_from([["(01)"], ["(01)", "(12)", "(23)"]])),
+    ("generator_permutations k", lambda v: languages.generator_permutations(["(0)"], v), "k",
+     bad_ints(1, 10)),
     # attention
     ("attention_weights scores", attention.attention_weights, "scores",
      st.sampled_from([torch.tensor([[math.nan, 0.0]]), torch.tensor([[math.inf, 0.0]]),
