@@ -6,7 +6,7 @@ READY := $(VENV)/.ready
 # the course tooling's own dependencies (course/requirements.txt), on top of the book's
 COURSE_READY := $(VENV)/.course-ready
 
-.PHONY: book test lab chromium latex bubblewrap pdf full robust assignments bench clean
+.PHONY: book test lab chromium latex bubblewrap slurm pdf full robust assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,7 +60,7 @@ lab: $(READY)
 TEST_JOBS ?= 2
 XDIST = -n $(TEST_JOBS) --durations=10
 EXECUTED = $(CURDIR)/_build/nbval
-test: $(COURSE_READY) chromium latex bubblewrap
+test: $(COURSE_READY) chromium latex bubblewrap slurm
 	$(BIN)/ruff check companion course tests tools benchmarks
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow" $(XDIST)
 	rm -rf $(EXECUTED)
@@ -85,6 +85,18 @@ bubblewrap:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq bubblewrap >/dev/null; }
+
+## slurm: Debian's Slurm (slurmctld, slurmd, sbatch and the other commands) and munge, for
+## the test that grades a class as a job array (course/slurm) on a one-node cluster that it
+## starts in a temporary folder, with a configuration of its own (tests/test_slurm.py;
+## installed when missing)
+slurm:
+	@command -v slurmd >/dev/null && command -v slurmctld >/dev/null && \
+		command -v munged >/dev/null || { \
+		echo "installing Debian's slurm-wlm and munge for the job-array test"; \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq slurm-wlm munge >/dev/null; }
 
 ## latex: TeX Live from Debian, for the book's PDF (installed when missing; about 50 s)
 LATEX_PACKAGES := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
