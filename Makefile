@@ -6,7 +6,7 @@ READY := $(VENV)/.ready
 # the course tooling's own dependencies (course/requirements.txt), on top of the book's
 COURSE_READY := $(VENV)/.course-ready
 
-.PHONY: book test lab chromium latex bubblewrap slurm pdf full robust assignments bench clean
+.PHONY: book test lab chromium latex bubblewrap slurm pdf full robust chapter-times assignments bench clean
 
 $(READY): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -134,6 +134,13 @@ robust: $(READY)
 		BOOK_SEED=$$seed COMPANION_THREADS=2 BOOK_SCALE=quick $(BIN)/python -m pytest book \
 			|| exit 1; \
 	done
+
+## chapter-times: every chapter's quick profile alone, one after another, beside two busy
+## processes (as on a laptop with a browser open; the book aims at two minutes each): the
+## seconds in _build/chapter-times/times.json, the executed chapters beside it
+chapter-times: $(READY)
+	BOOK_SCALE=quick $(BIN)/python tools/run_chapters.py _build/chapter-times \
+		--one-at-a-time --busy 2 --limit 900
 
 ## assignments: student (solutions removed) and instructor editions in _build/assignments (and
 ## bubblewrap, for grading them); for graded work, COURSE_SEED=N hands out the course's variant

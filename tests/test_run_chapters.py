@@ -1,5 +1,6 @@
 """tools/run_chapters.py: chapters run side by side, and each keeps the cells it finished."""
 
+import inspect
 import json
 import subprocess
 import sys
@@ -42,3 +43,45 @@ def test_an_unknown_chapter_is_refused(tmp_path):
         [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(tmp_path), "nope"],
         capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "nope.ipynb" in run.stderr
+
+
+
+def spinners() -> int:
+    """How many processes run ``python -c "while True: pass"`` now (also run in the
+    chapters below, from its source)."""
+    from pathlib import Path
+
+    count = 0
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        count += command.endswith(b"-c\0while True: pass\0")
+    return count
+
+
+def test_one_at_a_time_beside_busy_processes(tmp_path):
+    """--one-at-a-time: the second chapter starts after the first has ended; --busy 2: two
+    spinning processes run beside each chapter, and none is left after."""
+    book, out = tmp_path / "book", tmp_path / "out"
+    book.mkdir()
+    before = spinners()
+    for name in ("first", "second"):
+        record = tmp_path / f"{name}.txt"
+        notebook(book / f"{name}.ipynb", inspect.getsource(spinners),
+                 "import time\nstart, spinning = time.time(), spinners()\ntime.sleep(2)",
+                 f"from pathlib import Path\nPath({str(record)!r}).write_text("
+                 "f'{start} {time.time()} {spinning}')")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "run_chapters.py"), str(out), "first", "second",
+         "--one-at-a-time", "--busy", "2", "--book", str(book)],
+        capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    first, second = ((tmp_path / f"{name}.txt").read_text().split()
+                     for name in ("first", "second"))
+    assert float(second[0]) > float(first[1])  # started after the first had ended
+    assert int(first[2]) - before == int(second[2]) - before == 2
+    assert spinners() == before
+    times = json.loads((out / "times.json").read_text())
+    assert [t["outcome"] for t in times.values()] == ["passed", "passed"]

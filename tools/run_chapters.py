@@ -10,6 +10,11 @@ cells it finished; ``tools/full_figures.py OUT book/figures/full`` then records 
 failing cell counts, and is kept with its error).
 
     BOOK_SCALE=full python tools/run_chapters.py OUT --limit 3600 exact_solutions recall
+
+With ``--one-at-a-time`` the chapters run one after another instead (each timed from its own
+start), and ``--busy N`` keeps N processes that only spin beside them, as a laptop with a
+browser open: ``make chapter-times`` times every chapter (no chapter named: all of them, in the
+book's order) in the quick profile beside two.
 """
 
 import argparse
@@ -20,7 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-BOOK = Path(__file__).resolve().parent.parent / "book"
+from toc import ROOT, toc_files
+
+BOOK = ROOT / "book"
 
 
 def execute(chapter: str, out: Path, book: Path = BOOK) -> None:
@@ -44,28 +51,14 @@ def execute(chapter: str, out: Path, book: Path = BOOK) -> None:
             nbformat.write(notebook, out / f"{chapter}.ipynb")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="folder for the executed notebooks")
-    parser.add_argument("chapters", nargs="+", help="chapter names, e.g. recall")
-    parser.add_argument("--limit", type=float, default=3600,
-                        help="seconds each chapter may run (default 3600)")
-    parser.add_argument("--book", type=Path, default=BOOK,
-                        help="the folder of the chapters (default: book/)")
-    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.one:
-        execute(args.chapters[0], args.out, args.book)
-        return
-    for chapter in args.chapters:
-        if not (args.book / f"{chapter}.ipynb").is_file():
-            parser.error(f"no chapter {args.book / chapter}.ipynb")
+def run(chapters: list, args) -> dict:
+    """Start ``chapters`` side by side and wait for each to pass, fail or reach the limit:
+    chapter -> its seconds, outcome and code cells run."""
     start = time.monotonic()
     running = {chapter: subprocess.Popen(
         [sys.executable, __file__, str(args.out), chapter, "--one", "--book", str(args.book)],
         stdout=open(args.out / f"{chapter}.log", "w"), stderr=subprocess.STDOUT)
-        for chapter in args.chapters}
+        for chapter in chapters}
     times = {}
     while running:
         time.sleep(1)
@@ -91,6 +84,44 @@ def main() -> None:
             print(f"{chapter}: {outcome} in {elapsed:.0f} s, {done} code cells run",
                   flush=True)
             del running[chapter]
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="folder for the executed notebooks")
+    parser.add_argument("chapters", nargs="*",
+                        help="chapter names, e.g. recall (none: every chapter of the book)")
+    parser.add_argument("--limit", type=float, default=3600,
+                        help="seconds each chapter may run (default 3600)")
+    parser.add_argument("--book", type=Path, default=BOOK,
+                        help="the folder of the chapters (default: book/)")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="run the chapters one after another, not side by side")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="keep N spinning processes beside the chapters (default 0)")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.one:
+        execute(args.chapters[0], args.out, args.book)
+        return
+    if args.busy < 0:
+        parser.error(f"--busy must be 0 or more, got {args.busy}")
+    chapters = args.chapters or [Path(page).name for page in toc_files()
+                                 if (ROOT / f"{page}.ipynb").is_file()]
+    for chapter in chapters:
+        if not (args.book / f"{chapter}.ipynb").is_file():
+            parser.error(f"no chapter {args.book / chapter}.ipynb")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.busy)]
+    try:
+        groups = [[chapter] for chapter in chapters] if args.one_at_a_time else [chapters]
+        times = {chapter: t for group in groups for chapter, t in run(group, args).items()}
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
     (args.out / "times.json").write_text(json.dumps(times, indent=1) + "\n")
     if any(t["outcome"] != "passed" for t in times.values()):
         sys.exit(1)
