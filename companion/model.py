@@ -23,9 +23,10 @@ position. Attention logits may be multiplied by a factor, per model (log-length 
 
 :func:`logits` computes one model from its parameters by name (plain tensor code, which
 ``torch.func.vmap`` vectorizes over stacked models, :func:`stacked_logits`); :func:`extend` does
-the same for new positions after cached keys and values (greedy decoding). :func:`train` is the
-one training loop: Adam over the stacked parameters of many models (seeds, tasks, variants), each
-model's gradient that of its own mean loss, which is the same as one Adam per model.
+the same for new positions after cached keys and values (greedy decoding). :func:`train` trains
+many models (seeds, tasks, variants) at once through the book's one training loop,
+:func:`companion.stacked.optimize`: Adam over their stacked parameters, each model's gradient
+that of its own mean loss, which is the same as one Adam per model.
 """
 
 import math
@@ -34,7 +35,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from companion._checks import (
     check_bool,
@@ -47,7 +47,8 @@ from companion._checks import (
     check_layers,
     check_number,
 )
-from companion.training import LAYER_PARAMETERS, stack_modules
+from companion.stacked import optimize, stack_modules
+from companion.training import LAYER_PARAMETERS
 from companion.transformer import sinusoidal_position_embedding
 
 #: The position encodings a :class:`Config` may name (see the module docstring).
@@ -333,24 +334,20 @@ def stacked_losses(params: dict, config: Config, tokens: torch.Tensor, targets: 
 def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
           progress: bool = True, description: str = "training") -> torch.Tensor:
     """Train the stacked models ``params`` (name -> ``[models, ...]``, as :func:`stack` makes
-    them) for ``steps`` Adam steps with learning rate ``lr``. ``batches(step)`` returns the
-    step's ``tokens: LongTensor[models, B, n]`` and ``targets: LongTensor[models, B, n]``, a
-    class ``0..outputs-1`` at every supervised position and :data:`IGNORE` elsewhere, and may
-    return a third item, the step's position offset ``first`` (see :func:`logits`), and a
-    fourth, each model's factor on its attention logits (``[models]``). Each
-    model's loss is its mean cross-entropy over its supervised positions, and its gradient that
-    loss's alone. Returns the losses in bits, ``[models, steps]``; ``params`` are updated in
-    place."""
+    them) for ``steps`` Adam steps with learning rate ``lr`` (:func:`companion.stacked.optimize`).
+    ``batches(step)`` returns the step's ``tokens: LongTensor[models, B, n]`` and ``targets:
+    LongTensor[models, B, n]``, a class ``0..outputs-1`` at every supervised position and
+    :data:`IGNORE` elsewhere, and may return a third item, the step's position offset ``first``
+    (see :func:`logits`), and a fourth, each model's factor on its attention logits
+    (``[models]``). Each model's loss is its mean cross-entropy over its supervised positions,
+    and its gradient that loss's alone. Returns the losses in bits, ``[models, steps]``;
+    ``params`` are updated in place."""
     check_callable(batches, "batches")
-    steps = check_int(steps, "steps", minimum=1)
-    lr = check_number(lr, "lr", above=0)
     check_keys(params, "params", parameter_names(config))
-    # foreach: one fused loop over the stacked tensors, where PyTorch's CPU default steps
-    # them one by one in Python; the same numbers, bit for bit, about 1.3x faster
-    optimizer = torch.optim.Adam(params.values(), lr=lr, foreach=True)
     models = next(iter(params.values())).shape[0]
-    losses = torch.zeros(models, steps)
-    for step in tqdm(range(steps), desc=description, disable=not progress, leave=False):
+    limit = config.max_length if config.positions == "learned" else MAX_LENGTH
+
+    def losses(step):
         tokens, targets, *more = batches(step)
         if tokens.shape[0] != models or targets.shape != tokens.shape:
             raise ValueError(f"batches must give tokens and targets of one shape [models = "
@@ -358,14 +355,10 @@ def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,
                              f"{list(targets.shape)}")
         first = more[0] if more else 0
         scale = more[1] if len(more) > 1 else None
-        limit = config.max_length if config.positions == "learned" else MAX_LENGTH
         if check_int(first, "the offset batches gives", minimum=0) + tokens.shape[-1] > limit:
             raise ValueError(f"batches' tokens at offset {first} reach position "
                              f"{first + tokens.shape[-1] - 1}, beyond the {limit} this model "
                              f"reads")
-        mean = stacked_losses(params, config, tokens, targets, first, scale)
-        optimizer.zero_grad()
-        mean.sum().backward()  # each model's gradient is its own mean loss's
-        optimizer.step()
-        losses[:, step] = mean.detach().cpu() / math.log(2)
-    return losses
+        return stacked_losses(params, config, tokens, targets, first, scale)
+
+    return optimize(params, losses, steps, lr, progress, description) / math.log(2)

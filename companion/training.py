@@ -13,10 +13,10 @@ run at a time; its default initialization is PyTorch's.
 :func:`train` trains a whole grid of such models (runs x train lengths x variants) as one
 computation: every parameter is stacked along a leading "model" dimension, the forward pass of
 one model (:func:`logits_and_attention`, a page of plain tensor code) is vectorized over the
-models with ``torch.func.vmap``, and one Adam optimizer updates the stack. Adam works element
-by element, so this is the same as one Adam per model. The variant ``"scaled"`` multiplies
-every attention logit by ``log n`` ([chiang2022overcoming] eq. 2; natural log, ``n`` counting
-CLS).
+models with ``torch.func.vmap``, and one Adam updates the stack (the book's one training loop,
+:func:`companion.stacked.optimize`), which is the same as one Adam per model. The variant
+``"scaled"`` multiplies every attention logit by ``log n`` ([chiang2022overcoming] eq. 2;
+natural log, ``n`` counting CLS).
 
 Positions that the model cannot tell apart are computed once. In FIRST's model every position
 ``i >= 2`` with the same symbol has the same input, hence the same query, key and value in
@@ -41,11 +41,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from companion import runtime
 from companion._checks import (
-    check_callable,
     check_choice,
     check_device,
     check_dtype,
@@ -54,6 +52,7 @@ from companion._checks import (
     check_number,
 )
 from companion.languages import as_strings, first, parity, random_strings
+from companion.stacked import optimize, stack_modules
 from companion.transformer import CLS
 
 LANGUAGES = {"first": first, "parity": parity}
@@ -310,24 +309,6 @@ def results_folder(start=None) -> Path:
     return start / "_build" / "results"
 
 
-def stack_modules(build, seeds, dtype=torch.float32, device=None) -> dict:
-    """The parameters of ``build()`` (a module with PyTorch's default initialization, made on
-    the CPU) once per seed in ``seeds``, stacked: name -> ``[len(seeds), ...]`` on ``device``,
-    requiring gradients. The global random state is left as it was."""
-    check_callable(build, "build")
-    seeds = [check_int(seed, "every seed", minimum=0, maximum=2**63 - 1) for seed in seeds]
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
-    dtype, device = check_dtype(dtype), check_device(device)
-    per_model = []
-    for seed in seeds:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            per_model.append(dict(build().named_parameters()))
-    return {name: torch.stack([p[name].detach() for p in per_model])
-            .to(dtype=dtype, device=device).requires_grad_() for name in per_model[0]}
-
-
 def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
     """Every model's :class:`Recognizer` parameters (seeded by :meth:`Grid.seed`), stacked by
     :func:`stack_modules`."""
@@ -370,10 +351,11 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
           device=None, progress: bool = True) -> TrainingLog:
     """Train every model of ``grid`` for ``epochs`` epochs of ``steps`` optimizer steps, one
     fresh random string of the model's train length per step, with Adam (learning rate
-    ``lr``); after each epoch, test on ``test_strings`` fresh strings of length
-    ``test_length`` (``m``, without CLS; ``None``: each model's own train length). Model
-    ``r`` draws its strings from its own generator seeded with ``grid.seed(r, seed)``. Returns
-    the :class:`TrainingLog`. Computes on ``device`` (default :func:`companion.runtime.device`);
+    ``lr``, :func:`companion.stacked.optimize`); after each epoch, test on ``test_strings``
+    fresh strings of length ``test_length`` (``m``, without CLS; ``None``: each model's own
+    train length). Model ``r`` draws its strings from its own generator seeded with
+    ``grid.seed(r, seed)``, each epoch's training strings, then its test strings. Returns the
+    :class:`TrainingLog`. Computes on ``device`` (default :func:`companion.runtime.device`);
     the strings are drawn on the CPU, so a seed gives the same strings on every device."""
     for name, value in (("epochs", epochs), ("steps", steps), ("test_strings", test_strings)):
         check_int(value, name, minimum=1)
@@ -385,35 +367,35 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
     seed, dtype = check_int(seed, "seed", minimum=0), check_dtype(dtype)
     device = check_device(device) or runtime.device()
     params = stacked_parameters(grid, seed, dtype, device)
-    # foreach: one fused loop over the stacked tensors, where PyTorch's CPU default steps
-    # them one by one in Python; the same numbers, bit for bit, about 1.3x faster
-    optimizer = torch.optim.Adam(params.values(), lr=lr, foreach=True)
     forward = _vmapped_forward(grid)
     generators = [torch.Generator().manual_seed(grid.seed(r, seed)) for r in range(len(grid))]
     language = LANGUAGES[grid.language]
     log = {name: torch.zeros(len(grid), epochs) for name in METRICS}
-    for epoch in tqdm(range(epochs), desc="epochs", disable=not progress, leave=False):
-        strings = [random_strings(steps, m, g) for m, g in zip(grid.lengths, generators,
-                                                                 strict=True)]
-        symbols, features, log_counts, scale = _batch(grid, strings, dtype, device)
-        labels = torch.stack([language(w) for w in strings]).to(dtype=dtype, device=device)
-        epoch_loss = torch.zeros(len(grid), dtype=dtype, device=device)
-        for step in range(steps):
-            batch = (symbols[:, step:step + 1], features[:, step:step + 1],
-                     log_counts[:, step:step + 1], scale)
-            logits, _ = forward(params, *batch)
-            losses = F.binary_cross_entropy_with_logits(logits, labels[:, step:step + 1],
-                                                        reduction="none")
-            optimizer.zero_grad()
-            losses.sum().backward()  # each model's gradient is its own loss's
-            optimizer.step()
-            epoch_loss += losses.detach()[:, 0]
-        log["train_loss"][:, epoch] = epoch_loss.cpu() / (steps * math.log(2))
+    epoch = ()  # the current epoch's token types and labels, drawn as it starts
+
+    def losses(step):
+        nonlocal epoch
+        at = step % steps
+        if at == 0:
+            strings = [random_strings(steps, m, g) for m, g in zip(grid.lengths, generators,
+                                                                     strict=True)]
+            labels = torch.stack([language(w) for w in strings]).to(dtype=dtype, device=device)
+            epoch = (*_batch(grid, strings, dtype, device), labels)
+        symbols, features, log_counts, scale, labels = epoch
+        logits, _ = forward(params, symbols[:, at:at + 1], features[:, at:at + 1],
+                            log_counts[:, at:at + 1], scale)
+        return F.binary_cross_entropy_with_logits(logits, labels[:, at:at + 1],
+                                                  reduction="none")[:, 0]
+
+    def test(step):
         tests = [random_strings(test_strings, test_length or m, g)
                  for m, g in zip(grid.lengths, generators, strict=True)]
-        metrics = evaluate(params, grid, tests, dtype)
-        for name, values in metrics.items():
-            log[name][:, epoch] = values
+        for name, values in evaluate(params, grid, tests, dtype).items():
+            log[name][:, step // steps] = values
+
+    history = optimize(params, losses, epochs * steps, lr, progress, "training", every=steps,
+                       report=test)
+    log["train_loss"] = history.reshape(len(grid), epochs, steps).mean(dim=2) / math.log(2)
     final = {name: value.detach().cpu() for name, value in params.items()}
     return TrainingLog(grid, test_length, parameters=final, **log)
 

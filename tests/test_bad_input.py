@@ -35,6 +35,7 @@ from companion import (
     residual,
     runtime,
     scratchpad,
+    stacked,
     steps,
     tables,
     torch_export,
@@ -314,8 +315,30 @@ CASES = [
      st.sampled_from([5, (), (2, 2), (0,), (1.5,)])),
     ("Grid variants", lambda v: training.Grid("first", (2,), 1, variants=v), "variant",
      st.sampled_from(["standard", (), ("scaled", "scaled"), ("x",)])),
-    ("stack_modules seeds", lambda v: training.stack_modules(lambda: nn.Linear(1, 1), v),
+    ("stack_modules seeds", lambda v: stacked.stack_modules(lambda: nn.Linear(1, 1), v),
      "seed", st.sampled_from([[], [-1], [1.5], ["a"]])),
+    ("optimize params", lambda v: stacked.optimize(v, lambda step: torch.zeros(1), 1, 0.1,
+                                                   progress=False),
+     "params", st.sampled_from([{}, None, {"w": torch.zeros(2, 3)}, {"w": torch.zeros(())
+                                                                       .requires_grad_()},
+                                {"w": torch.zeros(2, 1, requires_grad=True),
+                                 "b": torch.zeros(3, requires_grad=True)}])),
+    ("optimize losses", lambda v: stacked.optimize(
+        {"w": torch.zeros(2, 1, requires_grad=True)}, v, 1, 0.1, progress=False), "losses",
+     st.sampled_from([None, "loss", lambda step: torch.zeros(3), lambda step: 0.5,
+                      lambda step: torch.zeros(2, 1)])),
+    ("optimize steps", lambda v: stacked.optimize(
+        {"w": torch.zeros(2, 1, requires_grad=True)}, lambda step: torch.zeros(2), v, 0.1,
+        progress=False), "steps", bad_ints(1)),
+    ("optimize lr", lambda v: stacked.optimize(
+        {"w": torch.zeros(2, 1, requires_grad=True)}, lambda step: torch.zeros(2), 1, v,
+        progress=False), "lr", bad_numbers(above=0)),
+    ("optimize every", lambda v: stacked.optimize(
+        {"w": torch.zeros(2, 1, requires_grad=True)}, lambda step: torch.zeros(2), 1, 0.1,
+        every=v, progress=False), "every", bad_ints(1)),
+    ("optimize report", lambda v: stacked.optimize(
+        {"w": torch.zeros(2, 1, requires_grad=True)}, lambda step: torch.zeros(2), 1, 0.1,
+        report=v, progress=False), "report", st.sampled_from(["print", 3])),
     ("train lr", lambda v: training.train(training.Grid("first", (2,), 1), 1, 1, 1, 2, lr=v,
                                           device="cpu", progress=False),
      "lr", bad_numbers(above=0)),
