@@ -16,6 +16,10 @@ MAX_FORMULA_LEAVES = 2**16  # constants of a random formula: random_formula(16) 
 MAX_RANDOM_SYMBOLS = 2**28  # symbols of random_strings(batch, m): batch * m, 2 GiB as int64
 
 
+#: Integer dtypes that ``torch.aminmax`` cannot reduce on a CPU.
+UNSIGNED_WIDE = (torch.uint16, torch.uint32, torch.uint64)
+
+
 def as_strings(w, name: str = "w") -> torch.Tensor:
     """Check ``w`` and return it as a ``LongTensor[B, m]`` of 0s and 1s.
 
@@ -42,8 +46,10 @@ def as_strings(w, name: str = "w") -> torch.Tensor:
     if w.shape[0] == 0:
         raise ValueError(f"{name} is an empty batch (B = 0); expected at least one string")
     if w.numel() and not w.is_meta:
-        low, high = torch.aminmax(w)  # one pass, five times faster than comparing twice
-        if low < 0 or high > 1:
+        # one pass, five times faster than comparing twice (aminmax has no unsigned 16 to 64
+        # bit kernels on a CPU)
+        low, high = torch.aminmax(w.long() if w.dtype in UNSIGNED_WIDE else w)
+        if bool((low < 0) | (high > 1)):
             raise ValueError(f"{name} must contain only the symbols 0 and 1")
     return w.long()
 

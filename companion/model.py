@@ -1,4 +1,4 @@
-"""One small trainable transformer for the learning chapters, and one training loop.
+"""One small trainable transformer for the learning chapters, and how it is trained.
 
 The model (:class:`Model`, plain PyTorch modules): a learned embedding of the tokens, pre-norm
 ``nn.TransformerEncoderLayer`` s (ReLU, no dropout), a final layer norm (unless

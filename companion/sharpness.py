@@ -114,8 +114,8 @@ class Fit:
 def decider(params: dict, config: core.Config):
     """Stacked models' decisions as one function for :mod:`companion.sensitivity`: strings
     ``LongTensor[B, n]`` -> ``BoolTensor[models, B]``, True where the logit of class 1 exceeds
-    that of class 0 at :data:`OUTPUT` after the bits (computed in chunks of :data:`CHUNK`
-    model-strings, :data:`CHUNK` for the parameters' device)."""
+    that of class 0 at :data:`OUTPUT` after the bits (computed in chunks of
+    ``CHUNK[device type]`` model-strings, the CUDA size on any other accelerator)."""
     forward = core.stacked_logits(config)
     some = next(iter(params.values()))
     models, chunk = some.shape[0], CHUNK.get(some.device.type, CHUNK["cuda"])

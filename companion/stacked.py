@@ -45,10 +45,10 @@ def optimize(params: dict, losses, steps: int, lr: float, progress: bool = True,
     called, if given (to test the models, say). Returns the losses ``[models, steps]``
     (detached, in their dtype, on the CPU); ``params`` are updated in place."""
     if not isinstance(params, dict) or not params or not all(
-            isinstance(p, torch.Tensor) and p.requires_grad and p.dim() >= 1
+            isinstance(p, torch.Tensor) and p.is_leaf and p.requires_grad and p.dim() >= 1
             for p in params.values()):
-        raise TypeError("params must be a dict of stacked parameters [models, ...] that "
-                        "require gradients, as stack_modules makes them")
+        raise TypeError("params must be a dict of stacked parameters [models, ...], leaf "
+                        "tensors that require gradients, as stack_modules makes them")
     models = next(iter(params.values())).shape[0]
     if any(p.shape[0] != models for p in params.values()):
         raise ValueError(f"every entry of params must stack the same number of models, got "

@@ -311,7 +311,7 @@ def results_folder(start=None) -> Path:
 
 def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) -> dict:
     """Every model's :class:`Recognizer` parameters (seeded by :meth:`Grid.seed`), stacked by
-    :func:`stack_modules`."""
+    :func:`companion.stacked.stack_modules`."""
     if not isinstance(grid, Grid):
         raise TypeError(f"grid must be a Grid, got {type(grid).__name__}")
     seeds = [grid.seed(model, seed) for model in range(len(grid))]
@@ -371,17 +371,17 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
     generators = [torch.Generator().manual_seed(grid.seed(r, seed)) for r in range(len(grid))]
     language = LANGUAGES[grid.language]
     log = {name: torch.zeros(len(grid), epochs) for name in METRICS}
-    epoch = ()  # the current epoch's token types and labels, drawn as it starts
+    drawn = ()  # the current epoch's token types and labels, drawn as it starts
 
     def losses(step):
-        nonlocal epoch
+        nonlocal drawn
         at = step % steps
         if at == 0:
             strings = [random_strings(steps, m, g) for m, g in zip(grid.lengths, generators,
                                                                      strict=True)]
             labels = torch.stack([language(w) for w in strings]).to(dtype=dtype, device=device)
-            epoch = (*_batch(grid, strings, dtype, device), labels)
-        symbols, features, log_counts, scale, labels = epoch
+            drawn = (*_batch(grid, strings, dtype, device), labels)
+        symbols, features, log_counts, scale, labels = drawn
         logits, _ = forward(params, symbols[:, at:at + 1], features[:, at:at + 1],
                             log_counts[:, at:at + 1], scale)
         return F.binary_cross_entropy_with_logits(logits, labels[:, at:at + 1],
@@ -395,7 +395,7 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
 
     history = optimize(params, losses, epochs * steps, lr, progress, "training", every=steps,
                        report=test)
-    log["train_loss"] = history.reshape(len(grid), epochs, steps).mean(dim=2) / math.log(2)
+    log["train_loss"][:] = history.reshape(len(grid), epochs, steps).mean(dim=2) / math.log(2)
     final = {name: value.detach().cpu() for name, value in params.items()}
     return TrainingLog(grid, test_length, parameters=final, **log)
 

@@ -322,7 +322,8 @@ CASES = [
      "params", st.sampled_from([{}, None, {"w": torch.zeros(2, 3)}, {"w": torch.zeros(())
                                                                        .requires_grad_()},
                                 {"w": torch.zeros(2, 1, requires_grad=True),
-                                 "b": torch.zeros(3, requires_grad=True)}])),
+                                 "b": torch.zeros(3, requires_grad=True)},
+                                {"w": torch.zeros(2, 1, requires_grad=True).double()}])),
     ("optimize losses", lambda v: stacked.optimize(
         {"w": torch.zeros(2, 1, requires_grad=True)}, v, 1, 0.1, progress=False), "losses",
      st.sampled_from([None, "loss", lambda step: torch.zeros(3), lambda step: 0.5,

@@ -56,6 +56,15 @@ def test_bad_strings_are_refused(decide, bad, error, words):
         decide(bad)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                                   torch.uint16, torch.uint32, torch.uint64])
+def test_strings_of_every_integer_dtype_are_read_or_refused_by_their_symbols(dtype):
+    w = torch.tensor([[0, 1, 1], [1, 0, 0]]).to(dtype)
+    assert torch.equal(languages.parity(w), torch.tensor([False, True]))
+    with pytest.raises(ValueError, match="only the symbols 0 and 1"):
+        languages.as_strings(torch.tensor([[0, 2, 1]]).to(dtype))
+
+
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="batch"):
         languages.random_strings(0, 5)

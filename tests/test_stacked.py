@@ -23,11 +23,15 @@ def test_stacked_models_train_as_if_each_had_its_own_adam():
                             stacked["weight"].transpose(1, 2))  # [models, batch, out]
         return torch.stack([loss_of(m, out[m]) for m in range(len(seeds))])
 
-    reported = []
-    history = optimize(stacked, losses, 7, lr=0.05, progress=False, every=3,
-                       report=reported.append)
-    assert reported == [2, 5]  # after the third and the sixth step
-    assert history.shape == (3, 7)
+    reported = {}  # step -> the weights report saw
+
+    def report(step):
+        reported[step] = stacked["weight"].detach().clone()
+
+    history = optimize(stacked, losses, 7, lr=0.05, progress=False, every=3, report=report)
+    assert list(reported) == [2, 5]  # after the third and the sixth step
+    assert history.shape == (3, 7) and history.dtype == torch.float64
+    assert history.device.type == "cpu" and not history.requires_grad
     for m, seed in enumerate(seeds):
         torch.manual_seed(seed)
         alone = nn.Linear(3, 2).double()
@@ -38,6 +42,9 @@ def test_stacked_models_train_as_if_each_had_its_own_adam():
             adam.zero_grad()
             loss.backward()
             adam.step()
+            if step in reported:  # report saw the weights after this step's update
+                torch.testing.assert_close(reported[step][m], alone.weight.detach(),
+                                           rtol=1e-12, atol=1e-12)
         for name, value in alone.named_parameters():
             torch.testing.assert_close(stacked[name][m], value.detach(), rtol=1e-12, atol=1e-12)
 
