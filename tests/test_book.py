@@ -454,6 +454,14 @@ A note long enough to reach down beside the code block that follows it on the pa
 ```python
 print("a code block, whose grey box a note floated beside the text would lie over")
 ```
+
+A paragraph among many, then <span class="faint">grey text on a white page</span>, and
+<span class="dark-faint">text that only the dark theme makes too faint</span>.
+
+<style>
+.faint { color: #b0b0b0; }
+html[data-theme="dark"] .dark-faint { color: #303030; }
+</style>
 """
 
 
@@ -487,7 +495,8 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
     built as the book builds its pages: MyST, sphinx-proof, MathJax offline), and, at a phone's
     width, a page without the book's stylesheet, where the theme floats a margin note beside the
     code block that follows it; it reports a notebook's table wider than the column at both
-    widths and, on a phone, its printed line that does not wrap (without the book's style)."""
+    widths and, on a phone, its printed line that does not wrap (without the book's style); and
+    text too faint to read, in the light theme and in the dark one only."""
     from browser import check_book
 
     (tmp_path / "index.md").write_text(GARBLED_THEOREM)
@@ -505,6 +514,10 @@ def test_the_browser_check_sees_tex_left_as_text_and_a_note_over_code(tmp_path):
         [page] = [r for r in reports if r.path == "index.html" and r.width == width]
         assert any("\\ln" in found or "\\bigr" in found for found in page.raw_markup), \
             page.raw_markup
+    [desktop] = [r for r in reports if r.path == "index.html" and r.width == "desktop"]
+    contrast = [found for found in desktop.accessibility if "color-contrast" in found]
+    assert any(".faint" in found and "dark" not in found for found in contrast), contrast
+    assert any(".dark-faint" in found and found.startswith("dark theme") for found in contrast)
     [phone] = [r for r in reports if r.path == "index.html" and r.width == "phone"]
     assert any("sits beside" in found and "a code block" in found for found in phone.overlaps), \
         phone.overlaps
