@@ -278,7 +278,8 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
         q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
         if config.positions == "rope":
             q, k = rotate(q, at), rotate(k, at)
-        k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
+        if P:  # a copy of the cache, forward and backward: only when there is one
+            k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
         all_keys.append(k)
         all_values.append(v)
         scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads) + bias

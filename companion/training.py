@@ -11,12 +11,12 @@ linear output on CLS gives the logit. :class:`Recognizer` is that model in plain
 run at a time; its default initialization is PyTorch's.
 
 :func:`train` trains a whole grid of such models (runs x train lengths x variants) as one
-computation: every parameter is stacked along a leading "model" dimension, the forward pass of
-one model (:func:`logits_and_attention`, a page of plain tensor code) is vectorized over the
-models with ``torch.func.vmap``, and one Adam updates the stack (the book's one training loop,
-:func:`companion.stacked.optimize`), which is the same as one Adam per model. The variant
-``"scaled"`` multiplies every attention logit by ``log n`` ([chiang2022overcoming] eq. 2;
-natural log, ``n`` counting CLS).
+computation: every parameter is stacked along a leading "model" dimension, the forward pass
+(:func:`stacked_logits_and_attention`, a page of plain tensor code) is written out for the
+stack, each linear map one batched matrix product, and one Adam updates the stack (the book's
+one training loop, :func:`companion.stacked.optimize`), which is the same as one Adam per
+model. The variant ``"scaled"`` multiplies every attention logit by ``log n``
+([chiang2022overcoming] eq. 2; natural log, ``n`` counting CLS).
 
 Positions that the model cannot tell apart are computed once. In FIRST's model every position
 ``i >= 2`` with the same symbol has the same input, hence the same query, key and value in
@@ -139,24 +139,44 @@ class Recognizer(nn.Module):
 
 def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: int,
                          eps: float = 1e-5):
-    """One model's forward pass over token types (see :func:`token_types`), written out.
+    """One model's forward pass over token types (see :func:`token_types`): the stacked pass
+    (:func:`stacked_logits_and_attention`) of a stack of one.
 
     ``p``: the model's parameters by :class:`Recognizer`'s names. ``symbols: [S, T]``,
     ``features: [S, T, k]``, ``log_counts: [S, T]``; ``scale`` multiplies every attention logit
     (1, or ``log n``). Returns the logits ``[S]`` and the attention weight from CLS to
     position 1 (type 1), averaged over heads and summed over the two layers, ``[S]``.
     """
-    check_keys(p, "p", ["embedding.weight", "position.weight", "position.bias", "output.weight",
-                        "output.bias"] + [f"encoder.layers.{layer}.{name}" for layer in range(2)
-                                          for name in LAYER_PARAMETERS])
-    x = p["embedding.weight"][symbols] + F.linear(features, p["position.weight"],
-                                                  p["position.bias"])
+    check_keys(p, "p", PARAMETERS)
+    scale = torch.as_tensor(scale, dtype=features.dtype, device=features.device)
+    logits, to_first = stacked_logits_and_attention(
+        {name: value[None] for name, value in p.items()}, symbols[None], features[None],
+        log_counts[None], scale.reshape(1), heads, eps)
+    return logits[0], to_first[0]
+
+
+def stacked_logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: int,
+                                 eps: float = 1e-5):
+    """The forward pass of stacked models over token types, written out.
+
+    ``p``: every model's parameters by :class:`Recognizer`'s names, stacked along a leading
+    model dimension (``[models, ...]``). ``symbols: [models, S, T]``, ``features: [models, S,
+    T, k]``, ``log_counts: [models, S, T]``; ``scale: [models]`` multiplies every attention
+    logit of its model (1, or ``log n``). Returns the logits ``[models, S]`` and the attention
+    weight from CLS to position 1 (type 1), averaged over heads and summed over the two layers,
+    ``[models, S]``.
+    """
+    check_keys(p, "p", PARAMETERS)
+    models = symbols.shape[0]
+    embedding = p["embedding.weight"][torch.arange(models, device=symbols.device)[:, None, None],
+                                      symbols]
+    x = embedding + _linear(features, p["position.weight"], p["position.bias"])
     to_first = 0.0
     for layer in range(2):
         x, alpha = encoder_layer({name.removeprefix(f"encoder.layers.{layer}."): value
                                    for name, value in p.items()}, x, log_counts, scale, heads, eps)
-        to_first = to_first + alpha[:, :, 0, 1].mean(dim=1)
-    logits = F.linear(x[:, 0], p["output.weight"], p["output.bias"]).squeeze(-1)
+        to_first = to_first + alpha[..., 0, 1].mean(dim=-1)
+    logits = _linear(x[:, :, 0], p["output.weight"], p["output.bias"]).squeeze(-1)
     return logits, to_first
 
 
@@ -165,30 +185,47 @@ LAYER_PARAMETERS = ("self_attn.in_proj_weight", "self_attn.in_proj_bias",
                                                         "linear2", "norm1", "norm2")
                       for kind in ("weight", "bias")))
 """The parameters of one ``nn.TransformerEncoderLayer``, by their names in that module."""
+PARAMETERS = ("embedding.weight", "position.weight", "position.bias", "output.weight",
+              "output.bias", *(f"encoder.layers.{layer}.{name}" for layer in range(2)
+                               for name in LAYER_PARAMETERS))
+"""The parameters of a :class:`Recognizer`, by their names in that module."""
+
+
+def _linear(x, weight, bias):
+    """``F.linear`` of each stacked model: ``x: [models, ..., k]``, ``weight: [models, out,
+    k]``, ``bias: [models, out]``; one batched matrix product."""
+    models, *middle, k = x.shape
+    y = torch.baddbmm(bias[:, None], x.reshape(models, -1, k), weight.transpose(1, 2))
+    return y.reshape(models, *middle, -1)
 
 
 def encoder_layer(w: dict, x, log_counts, scale, heads: int, eps: float):
-    """``nn.TransformerEncoderLayer`` (ReLU, no dropout, post-norm, the paper's) over token
-    types, with its parameters ``w`` by their names in that module; also returns the attention
-    weights ``[S, heads, T, T]``. (The book's other learned models are pre-norm:
-    :mod:`companion.model`.)"""
+    """``nn.TransformerEncoderLayer`` (ReLU, no dropout, post-norm, the paper's) of stacked
+    models over token types, with their parameters ``w`` (``[models, ...]``) by their names in
+    that module; ``x: [models, S, T, d]``, ``log_counts: [models, S, T]``, ``scale: [models]``.
+    Also returns the attention weights ``[models, S, heads, T, T]``. (The book's other learned
+    models are pre-norm: :mod:`companion.model`.)"""
     check_keys(w, "w", LAYER_PARAMETERS)
-    S, T, d = x.shape
+    if x.dim() != 4:
+        raise ValueError(f"x must be [models, S, T, d], got shape {list(x.shape)}")
+    models, S, T, d = x.shape
     if d % heads:
         raise ValueError(f"heads must divide the model dimension d = {d}, got heads = {heads}")
 
-    def norm(y, name):
-        return F.layer_norm(y, (d,), w[f"{name}.weight"], w[f"{name}.bias"], eps)
+    def norm(y, name):  # each model's own gain and bias
+        gain, bias = (w[f"{name}.{kind}"][:, None, None] for kind in ("weight", "bias"))
+        return torch.addcmul(bias, F.layer_norm(y, (d,), eps=eps), gain)
 
-    qkv = F.linear(x, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
-    q, k, v = (t.reshape(S, T, heads, d // heads).transpose(1, 2) for t in qkv.chunk(3, dim=-1))
-    logits = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
-    alpha = torch.softmax(logits + log_counts[:, None, None, :], dim=-1)  # a type counts k times
-    attended = (alpha @ v).transpose(1, 2).reshape(S, T, d)
-    attended = F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
+    qkv = _linear(x, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
+    q, k, v = (t.reshape(models, S, T, heads, d // heads).transpose(2, 3)
+               for t in qkv.chunk(3, dim=-1))
+    logits = (scale / math.sqrt(d // heads))[:, None, None, None, None] * (q @ k.transpose(-1, -2))
+    alpha = torch.softmax(logits + log_counts[:, :, None, None, :], dim=-1)  # a type counts
+    attended = (alpha @ v).transpose(2, 3).reshape(models, S, T, d)  # as often as it occurs
+    attended = _linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
     x = norm(x + attended, "norm1")
-    hidden = torch.relu(F.linear(x, w["linear1.weight"], w["linear1.bias"]))
-    ffn = F.linear(hidden, w["linear2.weight"], w["linear2.bias"])
+    hidden = torch.relu(_linear(x, w["linear1.weight"], w["linear1.bias"]))
+    ffn = _linear(hidden, w["linear2.weight"], w["linear2.bias"])
     return norm(x + ffn, "norm2"), alpha
 
 
@@ -318,12 +355,6 @@ def stacked_parameters(grid: Grid, seed: int, dtype=torch.float32, device=None) 
     return stack_modules(lambda: Recognizer(grid.language), seeds, dtype, device)
 
 
-def _vmapped_forward(grid: Grid):
-    """:func:`logits_and_attention` vectorized over the stacked models of ``grid``."""
-    heads = HEADS[grid.language]
-    return torch.func.vmap(lambda p, *data: logits_and_attention(p, *data, heads=heads))
-
-
 def _pad(parts: list) -> tuple:
     """Token types of several models, padded to one number of types (``-inf`` counts)."""
     T = max(symbols.shape[-1] for symbols, _, _ in parts)
@@ -367,7 +398,7 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
     seed, dtype = check_int(seed, "seed", minimum=0), check_dtype(dtype)
     device = check_device(device) or runtime.device()
     params = stacked_parameters(grid, seed, dtype, device)
-    forward = _vmapped_forward(grid)
+    heads = HEADS[grid.language]
     generators = [torch.Generator().manual_seed(grid.seed(r, seed)) for r in range(len(grid))]
     language = LANGUAGES[grid.language]
     log = {name: torch.zeros(len(grid), epochs) for name in METRICS}
@@ -382,8 +413,9 @@ def train(grid: Grid, epochs: int, steps: int = 100, test_strings: int = 100,
             labels = torch.stack([language(w) for w in strings]).to(dtype=dtype, device=device)
             drawn = (*_batch(grid, strings, dtype, device), labels)
         symbols, features, log_counts, scale, labels = drawn
-        logits, _ = forward(params, symbols[:, at:at + 1], features[:, at:at + 1],
-                            log_counts[:, at:at + 1], scale)
+        logits, _ = stacked_logits_and_attention(
+            params, symbols[:, at:at + 1], features[:, at:at + 1], log_counts[:, at:at + 1],
+            scale, heads)
         return F.binary_cross_entropy_with_logits(logits, labels[:, at:at + 1],
                                                   reduction="none")[:, 0]
 
@@ -412,15 +444,16 @@ def evaluate(params: dict, grid: Grid, strings: list, dtype=torch.float32) -> di
         raise ValueError(f"strings must be a list of {len(grid)} LongTensor[S, m], one per model")
     strings = [as_strings(w, "every entry of strings") for w in strings]
     language = LANGUAGES[grid.language]
-    forward = _vmapped_forward(grid)
+    heads = HEADS[grid.language]
     device = next(iter(params.values())).device
     labels = torch.stack([language(w) for w in strings]).to(device)
     symbols, features, log_counts, scale = _batch(grid, strings, dtype, device)
     models, S, T = symbols.shape
     chunk = max(1, SCORE_BUDGET // (models * HEADS[grid.language] * T * T))
     with torch.no_grad():
-        parts = [forward(params, symbols[:, i:i + chunk], features[:, i:i + chunk],
-                         log_counts[:, i:i + chunk], scale) for i in range(0, S, chunk)]
+        parts = [stacked_logits_and_attention(
+            params, symbols[:, i:i + chunk], features[:, i:i + chunk], log_counts[:, i:i + chunk],
+            scale, heads) for i in range(0, S, chunk)]
     logits, attention = (torch.cat(values, dim=1) for values in zip(*parts, strict=True))
     bits = F.binary_cross_entropy_with_logits(logits, labels.to(dtype), reduction="none")
     return {"cross_entropy": bits.mean(dim=1).cpu() / math.log(2),

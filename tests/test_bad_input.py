@@ -117,8 +117,8 @@ BENCHMARK = length_generalization.Benchmark("parity_check", [0], ("standard", "s
 
 LAYOUT = layout.Layout("a", "b")
 A = torch.full((3, 3), 1 / 3)
-LAYER = {name.removeprefix("encoder.layers.0."): value.detach() for name, value in
-         training.Recognizer("parity", d=4).named_parameters()}
+LAYER = {name.removeprefix("encoder.layers.0."): value.detach()[None] for name, value in
+         training.Recognizer("parity", d=4).named_parameters()}  # a stack of one model
 TOKENS, TARGET = TASK.sample(2, torch.Generator().manual_seed(0))
 
 
@@ -407,11 +407,14 @@ CASES = [
                                                       progress=False), "seeds",
      st.sampled_from([5, None])),
     ("encoder_layer w", lambda v: training.encoder_layer(
-        v, torch.zeros(1, 2, 4), torch.zeros(1, 2), 1.0, 1, 1e-5), "w",
-     st.sampled_from([{}, None, {"norm1.weight": torch.ones(4)}])),
+        v, torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2), torch.ones(1), 1, 1e-5), "w",
+     st.sampled_from([{}, None, {"norm1.weight": torch.ones(1, 4)}])),
     ("encoder_layer heads", lambda v: training.encoder_layer(
-        LAYER, torch.zeros(1, 2, 4), torch.zeros(1, 2), 1.0, v, 1e-5), "heads",
+        LAYER, torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2), torch.ones(1), v, 1e-5), "heads",
      st.sampled_from([3, 5])),
+    ("encoder_layer x", lambda v: training.encoder_layer(
+        LAYER, v, torch.zeros(1, 1, 2), torch.ones(1), 1, 1e-5), "x",
+     st.sampled_from([torch.zeros(1, 2, 4), torch.zeros(2, 4)])),
     ("logits_and_attention p", lambda v: training.logits_and_attention(
         v, torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 3), torch.zeros(1, 2), 1.0,
         1), "p", st.sampled_from([{}, None, LAYER])),
