@@ -68,16 +68,25 @@ def _labels(bits: torch.Tensor, lengths: torch.Tensor, tasks: torch.Tensor) -> t
     return stacked[tasks, torch.arange(len(tasks))].long()
 
 
-def batch(tasks: torch.Tensor, lengths: torch.Tensor, size: int,
+def batch(tasks: torch.Tensor, lengths: torch.Tensor, size: int | None,
           generator: torch.Generator | None = None):
     """``size`` fresh uniform strings for each model, of its own length, and their classes under
     its task: ``tokens`` and ``targets``, ``LongTensor[models, size, N + 1]`` with ``N`` the
     longest length, ``targets`` :data:`companion.model.IGNORE` except at each model's decision
-    position. ``tasks`` (indices into :data:`TASKS`) and ``lengths`` are ``LongTensor[models]``."""
+    position. ``tasks`` (indices into :data:`TASKS`) and ``lengths`` are ``LongTensor[models]``.
+    ``size`` None: every string of ``N`` bits once, in place of random ones (``size = 2**N``);
+    each model reads its own first bits, so that every string of its length appears equally
+    often, and a mean over them is the exact mean over uniform strings."""
     N = int(lengths.max())
     positions = torch.arange(N + 1)
     inside = positions < lengths[:, None, None]
-    bits = torch.randint(0, 2, (len(lengths), size, N + 1), generator=generator) * inside
+    if size is None:
+        every = torch.cat([all_strings(N), torch.zeros(2**N, 1, dtype=torch.long)], dim=1)
+        bits = every.expand(len(lengths), -1, -1) * inside
+        size = 2**N
+    else:
+        size = check_int(size, "size", minimum=1)
+        bits = torch.randint(0, 2, (len(lengths), size, N + 1), generator=generator) * inside
     tokens = torch.where(inside, bits, OUTPUT)
     labels = _labels(bits[..., :N], lengths, tasks)
     targets = torch.full_like(tokens, core.IGNORE)
@@ -145,6 +154,7 @@ def fit(tasks, lengths, seeds, steps: int, size: int = 128, d: int = 32, heads: 
         if task not in TASKS:
             raise ValueError(f"every task must be one of {tuple(TASKS)}, got {task!r}")
     lengths = [check_int(n, "every length", minimum=1) for n in lengths]
+    size = check_int(size, "size", minimum=1)
     if not tasks or not lengths or not seeds:
         raise ValueError("tasks, lengths and seeds must each hold at least one entry")
     check_generator(generator)
@@ -218,7 +228,9 @@ def measure(result: Fit, size: int = 512, draws: int = 10,
     """Everything the chapter reads from a :func:`fit`, one entry per model (``[models]``):
     ``accuracy`` on every string of its length, ``fitted`` (accuracy 1), the ``sensitivity``
     of its decisions (over all strings), its ``sharpness`` (``draws`` draws) and ``blowup``
-    on ``size`` fresh strings per model, and its ``norm``."""
+    on ``size`` fresh strings per model (on every string of the longest length instead, for
+    every model, where there are at most ``size`` of them: see :func:`batch`), and its
+    ``norm``."""
     if not isinstance(result, Fit):
         raise TypeError(f"result must be a Fit, got {type(result).__name__}")
     size = check_int(size, "size", minimum=1)
@@ -234,7 +246,8 @@ def measure(result: Fit, size: int = 512, draws: int = 10,
         accuracy[chosen] = (decided == answers).double().mean(dim=1)
         sensitivity[chosen] = profile_of_values(decided).double().mean(dim=1)
     tasks = torch.tensor([list(TASKS).index(task) for task in result.tasks])
-    tokens, targets = batch(tasks, result.lengths, size, generator)
+    every = 2 ** int(result.lengths.max()) <= size  # the exact mean over fewer strings
+    tokens, targets = batch(tasks, result.lengths, None if every else size, generator)
     return {"accuracy": accuracy, "fitted": accuracy == 1.0, "sensitivity": sensitivity,
             "sharpness": sharpness(result.params, result.config, tokens, targets,
                                    draws=draws, generator=generator),

@@ -148,10 +148,9 @@ def logits_and_attention(p: dict, symbols, features, log_counts, scale, heads: i
     position 1 (type 1), averaged over heads and summed over the two layers, ``[S]``.
     """
     check_keys(p, "p", PARAMETERS)
-    scale = torch.as_tensor(scale, dtype=features.dtype, device=features.device)
     logits, to_first = stacked_logits_and_attention(
         {name: value[None] for name, value in p.items()}, symbols[None], features[None],
-        log_counts[None], scale.reshape(1), heads, eps)
+        log_counts[None], scale, heads, eps)
     return logits[0], to_first[0]
 
 
@@ -164,10 +163,21 @@ def stacked_logits_and_attention(p: dict, symbols, features, log_counts, scale, 
     T, k]``, ``log_counts: [models, S, T]``; ``scale: [models]`` multiplies every attention
     logit of its model (1, or ``log n``). Returns the logits ``[models, S]`` and the attention
     weight from CLS to position 1 (type 1), averaged over heads and summed over the two layers,
-    ``[models, S]``.
+    ``[models, S]``. A number for ``scale`` is every model's.
     """
     check_keys(p, "p", PARAMETERS)
+    for name, value, dims in (("symbols", symbols, 3), ("features", features, 4),
+                              ("log_counts", log_counts, 3)):
+        if not isinstance(value, torch.Tensor) or value.dim() != dims:
+            raise ValueError(f"{name} must be a tensor of {dims} dimensions [models, S, T"
+                             f"{', k' if dims == 4 else ''}], got "
+                             f"{list(value.shape) if isinstance(value, torch.Tensor) else value}")
     models = symbols.shape[0]
+    scale = torch.as_tensor(scale, dtype=features.dtype, device=features.device)
+    if scale.shape not in ((), (models,)):
+        raise ValueError(f"scale must be a number or one per model, [{models}], got shape "
+                         f"{list(scale.shape)}")
+    scale = scale.expand(models)
     embedding = p["embedding.weight"][torch.arange(models, device=symbols.device)[:, None, None],
                                       symbols]
     x = embedding + _linear(features, p["position.weight"], p["position.bias"])

@@ -119,6 +119,9 @@ LAYOUT = layout.Layout("a", "b")
 A = torch.full((3, 3), 1 / 3)
 LAYER = {name.removeprefix("encoder.layers.0."): value.detach()[None] for name, value in
          training.Recognizer("parity", d=4).named_parameters()}  # a stack of one model
+RECOGNIZER_REST = {name: value.detach()[None] for name, value in
+                   training.Recognizer("parity", d=4).named_parameters()
+                   if not name.startswith("encoder.")}
 TOKENS, TARGET = TASK.sample(2, torch.Generator().manual_seed(0))
 
 
@@ -415,6 +418,16 @@ CASES = [
     ("encoder_layer x", lambda v: training.encoder_layer(
         LAYER, v, torch.zeros(1, 1, 2), torch.ones(1), 1, 1e-5), "x",
      st.sampled_from([torch.zeros(1, 2, 4), torch.zeros(2, 4)])),
+    ("stacked_logits_and_attention scale", lambda v: training.stacked_logits_and_attention(
+        {f"encoder.layers.{layer}.{name}": value for layer in range(2)
+         for name, value in LAYER.items()} | RECOGNIZER_REST,
+        torch.zeros(1, 1, 2, dtype=torch.long), torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2), v,
+        1), "scale", st.sampled_from([torch.ones(2), torch.ones(1, 1)])),
+    ("stacked_logits_and_attention symbols", lambda v: training.stacked_logits_and_attention(
+        {f"encoder.layers.{layer}.{name}": value for layer in range(2)
+         for name, value in LAYER.items()} | RECOGNIZER_REST,
+        v, torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2), 1.0, 1), "symbols",
+     st.sampled_from([torch.zeros(1, 2, dtype=torch.long), None])),
     ("logits_and_attention p", lambda v: training.logits_and_attention(
         v, torch.zeros(1, 2, dtype=torch.long), torch.zeros(1, 2, 3), torch.zeros(1, 2), 1.0,
         1), "p", st.sampled_from([{}, None, LAYER])),

@@ -4,6 +4,8 @@ layers compute under the same noise, the parameter norm from ``parameters_to_vec
 training batches against the languages' own definitions; the decisions against each model
 alone; stacked sensitivity against one model at a time; and bad input."""
 
+import collections
+import itertools
 import math
 
 import pytest
@@ -73,6 +75,27 @@ def test_batches_are_each_models_language_at_its_length():
         supervised = targets[m] != model.IGNORE
         assert supervised[:, n].all() and supervised.sum() == 64
         assert targets[m, :, n].tolist() == language(tokens[m, :, :n]).long().tolist()
+
+
+def test_a_batch_of_every_string_holds_each_models_strings_equally_often():
+    """size None: every string of the longest length, so that each model, reading its own
+    first n bits, sees each of its 2**n strings 2**(N - n) times, classified by brute force."""
+    config, params, tasks, lengths = stacked(("parity", "majority", "first"))
+    tokens, targets = sharpness.batch(tasks, lengths, None)
+    N = max(LENGTHS)
+    assert tokens.shape == targets.shape == (len(lengths), 2**N, N + 1)
+    for m, (task, n) in enumerate(zip(tasks.tolist(), lengths.tolist(), strict=True)):
+        seen = collections.Counter(tuple(row) for row in tokens[m, :, :n].tolist())
+        assert seen == {bits: 2 ** (N - n) for bits in itertools.product((0, 1), repeat=n)}
+        assert (tokens[m, :, n:] == sharpness.OUTPUT).all()
+        name = list(sharpness.TASKS)[task]
+        for row, target in zip(tokens[m, :, :n].tolist(), targets[m, :, n].tolist(),
+                               strict=True):
+            ones = sum(row)
+            expected = {"parity": ones % 2, "majority": int(2 * ones > n),
+                        "first": row[0]}[name]
+            assert target == expected
+        assert ((targets[m] != model.IGNORE).sum(dim=1) == 1).all()
 
 
 def test_parameter_norm_leaves_out_the_position_table():
@@ -196,10 +219,11 @@ def test_stacked_sensitivity_refuses_answers_of_changing_shape():
         sensitivity.CHUNK = original
 
 
-def test_measure_reads_each_model_by_its_own_language():
+@pytest.mark.parametrize("size", [4, 16])  # 4 random strings; 16 >= 2**3: every string
+def test_measure_reads_each_model_by_its_own_language(size):
     result = sharpness.fit(["first", "parity"], [3], [0, 1], steps=2, size=8, d=8,
                            generator=torch.Generator().manual_seed(0), progress=False)
-    read = sharpness.measure(result, size=16, draws=2,
+    read = sharpness.measure(result, size=size, draws=2,
                              generator=torch.Generator().manual_seed(1))
     strings = torch.tensor([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
     decide = result.decider(3)
@@ -212,6 +236,11 @@ def test_measure_reads_each_model_by_its_own_language():
         assert read["sensitivity"][m].item() == average_sensitivity(
             lambda w, which=which: decide(w)[which], 3)
     assert all(read[key].shape == (4,) for key in ("sharpness", "blowup", "norm"))
+    if size == 16:  # the blow-up over every string of length 3, each once
+        tokens = torch.cat([strings, torch.full((8, 1), sharpness.OUTPUT)], dim=1)
+        exact = sharpness.blowup(result.params, result.config, tokens.expand(4, -1, -1),
+                                 result.lengths)
+        assert torch.equal(read["blowup"], exact)
 
 
 def test_random_models_have_one_sensitivity_per_length_and_seed():

@@ -189,12 +189,15 @@ PAGE_SCRIPT = """async () => {
 }""".replace("RAW_MARKUP", RAW_MARKUP)
 
 # axe-core's colour-contrast rule takes three quarters of its time on a long page (40 s of the
-# API page's 54), working out the same contrast again for every element styled alike. An
-# element's contrast is set by its own colour, font size, weight and text shadow and by the
-# backgrounds, opacities and blend modes of it and its ancestors (and by what is positioned over
-# it, which the book's pages do not do to text): the rule runs on one visible element with text
-# of each such style, marked data-contrast-sample (axe is configured to check those alone).
-# Returns how many styles there are.
+# API page's 54), working out the same contrast again for every element styled alike. The
+# contrast of an element's text is set by its own colour, font size and weight, text shadow and
+# stroke, and by the backgrounds, opacities and blend modes of it and its ancestors; the sampling
+# assumes away what else axe weighs (a pseudo-element's background, a box positioned over the
+# text: the book's pages put none over text). The rule runs on one visible element with text (or
+# a form control) of each such style, the one with the most letters and digits (axe passes over
+# text of one character or of punctuation alone), marked data-contrast-sample, and axe is
+# configured to check those alone. MathJax's copy of each formula for screen readers, clipped
+# out of sight, is left out (axe counts it hidden).
 CONTRAST_SAMPLES = """() => {
   document.querySelectorAll('[data-contrast-sample]')
     .forEach(el => el.removeAttribute('data-contrast-sample'));
@@ -208,21 +211,24 @@ CONTRAST_SAMPLES = """() => {
     }
     return backdrops.get(el);
   };
-  const styles = new Set();
+  const letters = el => [...el.childNodes].filter(c => c.nodeType === 3)
+    .map(c => (c.textContent.match(/[\\p{L}\\p{N}]/gu) || []).length)
+    .reduce((a, b) => a + b, 0);
+  const best = new Map();  // style -> [element, letters]
   for (const el of document.body.querySelectorAll('*')) {
+    const control = el.matches('input:not([type=hidden]), select, textarea');
     const text = [...el.childNodes].some(c => c.nodeType === 3 && c.textContent.trim());
-    if (!text || !el.checkVisibility({visibilityProperty: true, opacityProperty: true})) {
+    if (!(text || control) || el.closest('mjx-assistive-mml')
+        || !el.checkVisibility({visibilityProperty: true, opacityProperty: true})) {
       continue;
     }
     const s = getComputedStyle(el);
-    const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, s.position,
-                   backdrop(el)].join('|');
-    if (!styles.has(style)) {
-      styles.add(style);
-      el.setAttribute('data-contrast-sample', '');
-    }
+    const style = [s.color, s.fontSize, s.fontWeight, s.textShadow, s.webkitTextStroke,
+                   s.position, backdrop(el)].join('|');
+    const count = control ? Infinity : letters(el);
+    if (!best.has(style) || best.get(style)[1] < count) { best.set(style, [el, count]); }
   }
-  return styles.size;
+  best.forEach(([el]) => el.setAttribute('data-contrast-sample', ''));
 }"""
 
 # At a phone's width the theme hides the table of contents and the page's sections behind two
