@@ -58,7 +58,7 @@ lab: $(READY)
 ## on one worker (loadscope), the slow checks keep the book's build, and JupyterLab, on one
 ## worker each (tests/conftest.py). pytest prints the slowest tests.
 TEST_JOBS ?= 2
-XDIST = -n $(TEST_JOBS) --durations=10
+XDIST = -n $(TEST_JOBS) --durations=25
 EXECUTED = $(CURDIR)/_build/nbval
 test: $(COURSE_READY) chromium latex bubblewrap slurm
 	$(BIN)/ruff check companion course tests tools benchmarks

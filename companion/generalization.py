@@ -356,7 +356,9 @@ def run(tasks=tuple(TASKS), encodings=ENCODINGS, seeds=range(10), max_train_leng
             for start in range(0, int(held[3].max()), TEST_CHUNK):  # every model's k-th string
                 rows = torch.arange(start, min(int(held[3].max()), start + TEST_CHUNK))
                 tokens, targets = _select(held, which, rows.expand(len(models), -1))
-                out = forward(params, tokens.to(device)).argmax(-1).cpu()
+                at, targets = core.supervised_positions(targets)  # each string's last symbol
+                out = forward(params, tokens.to(device),
+                              at=None if at is None else at.to(device)).argmax(-1).cpu()
                 right += ((out == targets) & (targets != core.IGNORE)).sum(dim=(1, 2))
             accuracy[:, k] = right / held[3][which]
     shape = (len(tasks), len(encodings), len(seeds), len(ranges))

@@ -279,7 +279,7 @@ def run(task: str, seeds, steps: int, batch: int, lengths, test_batch: int,
             chunk = max(1, SCORE_BUDGET // (len(models) * heads * (length + 1) ** 2))
             for start in range(0, test_batch, chunk):
                 part = slice(start, start + chunk)
-                predicted = forward(params, tokens[:, part], scale)[:, :, -1].argmax(dim=-1)
+                predicted = forward(params, tokens[:, part], scale, at=-1)[:, :, 0].argmax(dim=-1)
                 correct[:, column] += (predicted == labels[:, part]).sum(dim=1).cpu()
     accuracy = (correct / test_batch).reshape(len(seeds), len(VARIANTS), len(lengths))
     return Benchmark(task, seeds, VARIANTS, lengths, max_train_length, accuracy)

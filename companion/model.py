@@ -22,11 +22,12 @@ position. Attention logits may be multiplied by a factor, per model (log-length 
   embedding, in the half-split layout of GPT-NeoX), so that a score depends on ``i - j``.
 
 :func:`logits` computes one model from its parameters by name (plain tensor code, which
-``torch.func.vmap`` vectorizes over stacked models, :func:`stacked_logits`); :func:`extend` does
-the same for new positions after cached keys and values (greedy decoding). :func:`train` trains
-many models (seeds, tasks, variants) at once through the book's one training loop,
-:func:`companion.stacked.optimize`: Adam over their stacked parameters, each model's gradient
-that of its own mean loss, which is the same as one Adam per model.
+``torch.func.vmap`` vectorizes over stacked models, :func:`stacked_logits`), at every position
+or, cheaper, at the few a loss or a decision reads (``at``: the last layer runs there only);
+:func:`extend` does the same for new positions after cached keys and values (greedy
+decoding). :func:`train` trains many models (seeds, tasks, variants) at once through the book's
+one training loop, :func:`companion.stacked.optimize`: Adam over their stacked parameters, each
+model's gradient that of its own mean loss, which is the same as one Adam per model.
 """
 
 import math
@@ -202,16 +203,34 @@ def rotate(x: torch.Tensor, first: int = 0) -> torch.Tensor:
 
 
 def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0,
-           scale: float = 1.0) -> torch.Tensor:
+           scale: float = 1.0, at: torch.Tensor | None = None) -> torch.Tensor:
     """One model's logits ``[B, n, outputs]`` of ``tokens: LongTensor[B, n]`` from its
     parameters ``params`` (by the names of :class:`Model`'s modules), the tokens at the
     positions ``first .. first + n - 1`` (a position offset, as in training with random
     offsets, so that every learned position is trained), every attention logit multiplied by
-    ``scale``."""
+    ``scale``. ``at`` (``LongTensor[B, k]``, indices into each string's ``n`` tokens): only the
+    logits at those positions of each string, ``[B, k, outputs]``, the same numbers, cheaper:
+    the last layer's queries, feed-forward and output are computed there only (its keys and
+    values everywhere)."""
     first = check_int(first, "first", minimum=0)
     scale = check_number(scale, "scale", above=0)
     _check(params, tokens, config, first)
-    return _pass(params, tokens, config, first=first, scale=scale)[0]
+    if at is not None:
+        _check_at(at, tokens.shape)
+    return _pass(params, tokens, config, first=first, scale=scale, at=at)[0]
+
+
+def _check_at(at, shape) -> None:
+    """``at`` must be positions ``0 .. n - 1`` of the tokens (of shape ``shape``, ``[..., n]``),
+    ``LongTensor[..., k]``, ``k`` at least 1."""
+    *strings, n = shape
+    if not isinstance(at, torch.Tensor) or at.dtype != torch.long or at.shape[:-1] != tuple(
+            strings):
+        got = (f"dtype {at.dtype} and shape {list(at.shape)}" if isinstance(at, torch.Tensor)
+               else type(at).__name__)
+        raise TypeError(f"at must be a LongTensor{[*strings, 'k']} of positions, got {got}")
+    if at.shape[-1] < 1 or bool(((at < 0) | (at >= n)).any()):
+        raise ValueError(f"at must hold at least one position, each in 0..{n - 1}")
 
 
 def norm_factors(params: dict, tokens: torch.Tensor, config: Config) -> torch.Tensor:
@@ -239,11 +258,11 @@ def extend(params: dict, tokens: torch.Tensor, config: Config, keys=None, values
 
 
 def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
-          first: int = 0, scale=1.0, norms: list | None = None):
-    """:func:`extend` without the checks (``first`` and ``scale``: :func:`logits`'s). When
-    ``norms`` is a list, each layer norm's factor ``1 / sqrt(var + eps)`` at every position
-    (``[B, t]``) is appended to it, in the order norm1, norm2 of each layer, then the final
-    norm."""
+          first: int = 0, scale=1.0, norms: list | None = None, at=None):
+    """:func:`extend` without the checks (``first``, ``scale`` and ``at``: :func:`logits`'s).
+    When ``norms`` is a list, each layer norm's factor ``1 / sqrt(var + eps)`` at every
+    position (``[B, t]``) is appended to it, in the order norm1, norm2 of each layer, then the
+    final norm."""
     heads, d = config.heads, config.d
 
     def layer_norm(x, weight, bias):
@@ -256,11 +275,11 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
     if keys is None:
         keys = values = x.new_zeros(config.layers, B, heads, 0, d // heads)
     P = keys.shape[-2]
-    at = first + P  # the position of the first new token
+    start = first + P  # the position of the first new token
     if config.positions == "learned":
-        x = x + p["position.weight"][at:at + t]
+        x = x + p["position.weight"][start:start + t]
     elif config.positions == "sinusoidal":
-        x = x + sinusoidal_position_embedding(at + t, d)[at:].to(x.dtype).to(x.device)
+        x = x + sinusoidal_position_embedding(start + t, d)[start:].to(x.dtype).to(x.device)
     if config.positions == "alibi":
         bias = alibi_bias(P + t, heads, config.causal, config.alibi_slopes, x.dtype,
                           x.device)[:, P:]
@@ -277,13 +296,17 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
         qkv = F.linear(y, w["self_attn.in_proj_weight"], w["self_attn.in_proj_bias"])
         q, k, v = (u.reshape(B, t, heads, -1).transpose(1, 2) for u in qkv.chunk(3, dim=-1))
         if config.positions == "rope":
-            q, k = rotate(q, at), rotate(k, at)
+            q, k = rotate(q, start), rotate(k, start)
         if P:  # a copy of the cache, forward and backward: only when there is one
             k, v = torch.cat([keys[layer], k], dim=-2), torch.cat([values[layer], v], dim=-2)
         all_keys.append(k)
         all_values.append(v)
+        if at is not None and layer == config.layers - 1:  # the rest: no later layer reads them
+            q = q.gather(2, at[:, None, :, None].expand(-1, heads, -1, q.shape[-1]))
+            x = x.gather(1, at[..., None].expand(-1, -1, d))
+            bias = bias[:, at].transpose(0, 1)  # each string's rows: [B, heads or 1, k, P + t]
         scores = scale * (q @ k.transpose(-1, -2)) / math.sqrt(d // heads) + bias
-        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, t, d)
+        attended = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, q.shape[-2], d)
         x = x + F.linear(attended, w["self_attn.out_proj.weight"], w["self_attn.out_proj.bias"])
         y = layer_norm(x, w["norm2.weight"], w["norm2.bias"])
         hidden = torch.relu(F.linear(y, w["linear1.weight"], w["linear1.bias"]))
@@ -304,19 +327,28 @@ def stack(config: Config, seeds, dtype=torch.float32, device=None) -> dict:
 
 
 def stacked_logits(config: Config, first: int = 0):
-    """:func:`logits` over stacked models: a function ``(params, tokens, scale=None)`` of the
-    stacked parameters (name -> ``[models, ...]``), ``tokens: LongTensor[models, B, n]`` at the
-    positions ``first .. first + n - 1`` and each model's factor on its attention logits
-    (``[models]``, or None for 1) that returns ``[models, B, n, outputs]``."""
+    """:func:`logits` over stacked models: a function ``(params, tokens, scale=None, at=None)``
+    of the stacked parameters (name -> ``[models, ...]``), ``tokens: LongTensor[models, B, n]``
+    at the positions ``first .. first + n - 1``, each model's factor on its attention logits
+    (``[models]``, or None for 1) and the positions of each string whose logits are computed
+    (``LongTensor[models, B, k]``; an int, one position for every string, ``k = 1``, negative
+    from the end; or None for all ``n``) that returns ``[models, B, k, outputs]``."""
     if not isinstance(config, Config):
         raise TypeError(f"config must be a Config, got {type(config).__name__}")
     first = check_int(first, "first", minimum=0)
-    plain = torch.func.vmap(lambda p, tokens: _pass(p, tokens, config, first=first)[0])
-    scaled = torch.func.vmap(
-        lambda p, tokens, s: _pass(p, tokens, config, first=first, scale=s)[0])
 
-    def forward(params, tokens, scale=None):
-        return plain(params, tokens) if scale is None else scaled(params, tokens, scale)
+    def forward(params, tokens, scale=None, at=None):
+        n = tokens.shape[-1]
+        if isinstance(at, int) and not isinstance(at, bool):
+            at = torch.full((*tokens.shape[:2], 1), check_int(at, "at", minimum=-n,
+                                                              maximum=n - 1) % n,
+                            device=tokens.device)
+        if at is not None:
+            _check_at(at, tokens.shape)
+        in_dims = (0, 0, None if scale is None else 0, None if at is None else 0)
+        return torch.func.vmap(
+            lambda p, tokens, s, a: _pass(p, tokens, config, first=first, scale=s, at=a)[0],
+            in_dims=in_dims)(params, tokens, 1.0 if scale is None else scale, at)
 
     return forward
 
@@ -325,11 +357,28 @@ def stacked_losses(params: dict, config: Config, tokens: torch.Tensor, targets: 
                    first: int = 0, scale=None) -> torch.Tensor:
     """Each stacked model's mean cross-entropy (in nats) over its supervised positions:
     ``[models]``, for ``tokens`` and ``targets`` as :func:`train`'s ``batches`` gives them
-    (``first`` and ``scale`` as there)."""
-    out = stacked_logits(config, first)(params, tokens, scale)
+    (``first`` and ``scale`` as there). The last layer runs only at the positions of each
+    string that hold a target (``at``, :func:`stacked_logits`): a string whose class is read at
+    one position pays for one there."""
+    at, targets = supervised_positions(targets)
+    out = stacked_logits(config, first)(params, tokens, scale, at)
     each = F.cross_entropy(out.flatten(0, 2), targets.flatten(), ignore_index=IGNORE,
                            reduction="none").reshape(targets.shape).sum(dim=(1, 2))
     return each / (targets != IGNORE).sum(dim=(1, 2)).clamp(min=1)
+
+
+def supervised_positions(targets: torch.Tensor) -> tuple:
+    """The positions of each string that hold a target (``targets: LongTensor[..., n]``,
+    :data:`IGNORE` elsewhere), as ``at`` for :func:`stacked_logits`, and the targets there:
+    ``(at, targets)``, each ``LongTensor[..., k]``, ``k`` the most targets of one string (a
+    string with fewer is filled with unsupervised positions, IGNORE). ``(None, targets)``
+    where some string has a target at every position, or none has one."""
+    supervised = targets != IGNORE
+    k = int(supervised.sum(dim=-1).max())
+    if not 0 < k < targets.shape[-1]:
+        return None, targets
+    at = supervised.int().argsort(dim=-1, descending=True, stable=True)[..., :k]
+    return at, targets.gather(-1, at)
 
 
 def train(params: dict, config: Config, batches, steps: int, lr: float = 3e-3,

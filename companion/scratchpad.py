@@ -261,9 +261,9 @@ def evaluate(params: dict, seeds: list, lengths: list, test_batch: int, heads: i
             part = slice(start, start + chunk)
             with torch.no_grad():
                 tokens = torch.stack([answer_sequence(strings) for strings in w[:, part]])
-                said = forward(answer, tokens)[:, :, -1].argmax(dim=-1)
+                said = forward(answer, tokens, at=-1)[:, :, 0].argmax(dim=-1)
                 tokens = torch.stack([filler_sequence(strings)[:, :-1] for strings in w[:, part]])
-                padded = forward(filler, tokens)[:, :, -1].argmax(dim=-1)
+                padded = forward(filler, tokens, at=-1)[:, :, 0].argmax(dim=-1)
                 written = decode(writers, w[:, part], heads, layers)[:, :, -1]
             for c, answers in enumerate((said, padded, written)):
                 accuracy[:, c, column] += (answers == truth[:, part]).sum(dim=1).cpu()

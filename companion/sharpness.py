@@ -136,7 +136,7 @@ def decider(params: dict, config: core.Config):
         with torch.no_grad():
             for start in range(0, len(tokens), step):
                 part = tokens[start:start + step].expand(models, -1, -1)
-                out = forward(params, part)[:, :, -1]
+                out = forward(params, part, at=-1)[:, :, 0]
                 parts.append(out[..., 1] > out[..., 0])
         return torch.cat(parts, dim=1)
 

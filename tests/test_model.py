@@ -209,6 +209,83 @@ def test_stacked_models_equal_each_model_alone(positions):
                                        atol=1e-10)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_logits_at_some_positions_are_those_of_the_whole_pass(positions, causal):
+    """``at``: the last layer at a few positions of each string only, the same logits there,
+    for one model and for stacked models (or one int for every string)."""
+    config, _, params = built(positions, causal)
+    tokens = tokens_for(8, n=9)
+    at = torch.tensor([[7, 2, 2, 0], [1, 8, 3, 3], [0, 0, 5, 6]])
+    with torch.no_grad():
+        whole = logits(params, tokens, config)
+        torch.testing.assert_close(logits(params, tokens, config, at=at),
+                                   whole.gather(1, at[..., None].expand(-1, -1, config.outputs)),
+                                   rtol=1e-10, atol=1e-12)
+        seeds = [5, 6, 7]
+        stacked = model.stack(config, seeds, dtype=torch.float64)
+        each = torch.stack([tokens_for(seed, n=9) for seed in seeds])
+        forward = model.stacked_logits(config)
+        whole = forward(stacked, each)
+        chosen = torch.randint(9, (3, 3, 2), generator=torch.Generator().manual_seed(4))
+        picked = whole.gather(2, chosen[..., None].expand(-1, -1, -1, config.outputs))
+        torch.testing.assert_close(forward(stacked, each, at=chosen), picked, rtol=1e-10,
+                                   atol=1e-12)
+        torch.testing.assert_close(forward(stacked, each, at=-2), whole[:, :, -2:-1],
+                                   rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_losses_where_each_model_supervises_its_own_positions(layers):
+    """:func:`model.stacked_losses` runs each model's last layer only where its targets are
+    (here a different position for each model, and for one model one or two positions on each
+    string): each model's mean cross-entropy there, as PyTorch computes it from the model's
+    whole output."""
+    config = Config(vocab=5, outputs=3, d=D, heads=HEADS, layers=layers, positions="learned",
+                    max_length=16)
+    seeds = [1, 2, 3]
+    stacked = model.stack(config, seeds, dtype=torch.float64)
+    tokens = torch.stack([tokens_for(seed, batch=4, n=8) for seed in seeds])
+    classes = torch.randint(3, (3, 4, 8), generator=torch.Generator().manual_seed(9))
+    targets = torch.full_like(tokens, model.IGNORE)
+    targets[0, :, 6] = classes[0, :, 6]
+    targets[1, :, 2] = classes[1, :, 2]
+    targets[2, :2, 1], targets[2, 1:, 7] = classes[2, :2, 1], classes[2, 1:, 7]
+    losses = model.stacked_losses(stacked, config, tokens, targets)
+    for index, seed in enumerate(seeds):
+        torch.manual_seed(seed)
+        alone = Model(config).double()
+        expected = nn.functional.cross_entropy(alone(tokens[index]).flatten(0, 1),
+                                               targets[index].flatten(),
+                                               ignore_index=model.IGNORE)
+        assert losses[index].item() == pytest.approx(expected.item(), rel=1e-12)
+
+
+def test_supervised_positions_keep_every_target_and_only_those():
+    """Random targets, some strings with none: each string's supervised positions are among
+    ``at``, in order, the rest of ``at`` unsupervised; every position held, or none, gives
+    None."""
+    rng = torch.Generator().manual_seed(3)
+    targets = torch.randint(2, (4, 6, 9), generator=rng)
+    targets[torch.rand(4, 6, 9, generator=rng) < 0.7] = model.IGNORE
+    targets[0, 0] = model.IGNORE
+    at, kept = model.supervised_positions(targets)
+    k = int((targets != model.IGNORE).sum(dim=-1).max())
+    assert at.shape == kept.shape == (4, 6, k) and k < 9
+    for string, positions, values in zip(targets.flatten(0, 1), at.flatten(0, 1),
+                                         kept.flatten(0, 1), strict=True):
+        held = (string != model.IGNORE).nonzero().flatten()
+        assert positions[:len(held)].tolist() == held.tolist()
+        assert values[:len(held)].tolist() == string[held].tolist()
+        assert (values[len(held):] == model.IGNORE).all()
+    everywhere = torch.zeros(2, 3, 5, dtype=torch.long)
+    everywhere[0, 1, :4] = model.IGNORE
+    nowhere = torch.full((2, 3, 5), model.IGNORE)
+    for targets in (everywhere, nowhere):
+        at, same = model.supervised_positions(targets)
+        assert at is None and same is targets
+
+
 def test_training_stacked_models_equals_training_each_alone():
     """:func:`model.train` on three stacked models against a plain loop, one Adam per model,
     each on its own batches: the same losses and the same parameters after 5 steps."""
@@ -313,7 +390,19 @@ def test_bad_input_to_the_model():
     with pytest.raises(ValueError, match="causal"):
         extend(params, torch.zeros(1, 2, dtype=torch.long),
                Config(vocab=5, outputs=3, d=D, heads=HEADS, layers=LAYERS, causal=False))
+    for bad, error in ((torch.tensor([[2.0]] * 2), TypeError), (torch.tensor([1]), TypeError),
+                       (torch.tensor([[1]] * 3), TypeError), (torch.tensor([[3]] * 2), ValueError),
+                       (torch.tensor([[0], [-1]]), ValueError),
+                       (torch.zeros(2, 0, dtype=torch.long), ValueError), (1, TypeError)):
+        with pytest.raises(error, match="at must"):
+            logits(params, torch.zeros(2, 3, dtype=torch.long), config, at=bad)
     stacked = model.stack(config, [0, 1])
+    forward = model.stacked_logits(config)
+    for bad, error in ((torch.tensor([[1], [1]]), TypeError),
+                       (torch.tensor([[[0]], [[3]]]), ValueError),
+                       (3, ValueError), (-4, ValueError), (True, TypeError)):
+        with pytest.raises(error, match="at must"):
+            forward(stacked, torch.zeros(2, 1, 3, dtype=torch.long), at=bad)
     with pytest.raises(ValueError, match="batches must give"):
         model.train(stacked, config, lambda step: (torch.zeros(3, 1, 2, dtype=torch.long),) * 2,
                     steps=1, progress=False)
