@@ -209,28 +209,32 @@ def logits(params: dict, tokens: torch.Tensor, config: Config, first: int = 0,
     positions ``first .. first + n - 1`` (a position offset, as in training with random
     offsets, so that every learned position is trained), every attention logit multiplied by
     ``scale``. ``at`` (``LongTensor[B, k]``, indices into each string's ``n`` tokens): only the
-    logits at those positions of each string, ``[B, k, outputs]``, the same numbers, cheaper:
-    the last layer's queries, feed-forward and output are computed there only (its keys and
-    values everywhere)."""
+    logits at those positions of each string, ``[B, k, outputs]``, the same logits up to
+    rounding, cheaper: the last layer's queries, feed-forward and output are computed there
+    only (its keys and values everywhere)."""
     first = check_int(first, "first", minimum=0)
     scale = check_number(scale, "scale", above=0)
     _check(params, tokens, config, first)
     if at is not None:
-        _check_at(at, tokens.shape)
+        _check_at(at, tokens)
     return _pass(params, tokens, config, first=first, scale=scale, at=at)[0]
 
 
-def _check_at(at, shape) -> None:
-    """``at`` must be positions ``0 .. n - 1`` of the tokens (of shape ``shape``, ``[..., n]``),
-    ``LongTensor[..., k]``, ``k`` at least 1."""
-    *strings, n = shape
-    if not isinstance(at, torch.Tensor) or at.dtype != torch.long or at.shape[:-1] != tuple(
-            strings):
-        got = (f"dtype {at.dtype} and shape {list(at.shape)}" if isinstance(at, torch.Tensor)
-               else type(at).__name__)
-        raise TypeError(f"at must be a LongTensor{[*strings, 'k']} of positions, got {got}")
-    if at.shape[-1] < 1 or bool(((at < 0) | (at >= n)).any()):
-        raise ValueError(f"at must hold at least one position, each in 0..{n - 1}")
+def _check_at(at, tokens: torch.Tensor) -> None:
+    """``at`` must be positions ``0 .. n - 1`` of ``tokens`` (``[..., n]``): a
+    ``LongTensor[..., k]`` on their device, ``k`` at least 1."""
+    *strings, n = tokens.shape
+    wanted = "LongTensor[" + ", ".join([*map(str, strings), "k"]) + "] of positions"
+    if not isinstance(at, torch.Tensor) or at.dtype != torch.long:
+        got = f"dtype {at.dtype}" if isinstance(at, torch.Tensor) else type(at).__name__
+        raise TypeError(f"at must be a {wanted}, got {got}")
+    if at.dim() != len(strings) + 1 or at.shape[:-1] != tuple(strings) or at.shape[-1] < 1:
+        raise ValueError(f"at must be a {wanted}, k at least 1, got shape {list(at.shape)}")
+    if at.device != tokens.device:
+        raise ValueError(f"at must be on the tokens' device, {tokens.device}, got {at.device}")
+    # under torch.func.vmap the positions cannot be read (no data-dependent branch there)
+    if not torch._C._functorch.is_batchedtensor(at) and bool(((at < 0) | (at >= n)).any()):
+        raise ValueError(f"at must hold positions 0..{n - 1}")
 
 
 def norm_factors(params: dict, tokens: torch.Tensor, config: Config) -> torch.Tensor:
@@ -261,8 +265,9 @@ def _pass(p: dict, tokens: torch.Tensor, config: Config, keys=None, values=None,
           first: int = 0, scale=1.0, norms: list | None = None, at=None):
     """:func:`extend` without the checks (``first``, ``scale`` and ``at``: :func:`logits`'s).
     When ``norms`` is a list, each layer norm's factor ``1 / sqrt(var + eps)`` at every
-    position (``[B, t]``) is appended to it, in the order norm1, norm2 of each layer, then the
-    final norm."""
+    position (``[B, t]``; ``[B, k]`` for the last layer's norm2 and the final norm when ``at``
+    is given) is appended to it, in the order norm1, norm2 of each layer, then the final
+    norm."""
     heads, d = config.heads, config.d
 
     def layer_norm(x, weight, bias):
@@ -339,12 +344,12 @@ def stacked_logits(config: Config, first: int = 0):
 
     def forward(params, tokens, scale=None, at=None):
         n = tokens.shape[-1]
-        if isinstance(at, int) and not isinstance(at, bool):
+        if at is not None and not isinstance(at, torch.Tensor):  # one position for all
             at = torch.full((*tokens.shape[:2], 1), check_int(at, "at", minimum=-n,
                                                               maximum=n - 1) % n,
                             device=tokens.device)
         if at is not None:
-            _check_at(at, tokens.shape)
+            _check_at(at, tokens)
         in_dims = (0, 0, None if scale is None else 0, None if at is None else 0)
         return torch.func.vmap(
             lambda p, tokens, s, a: _pass(p, tokens, config, first=first, scale=s, at=a)[0],
@@ -374,7 +379,7 @@ def supervised_positions(targets: torch.Tensor) -> tuple:
     string with fewer is filled with unsupervised positions, IGNORE). ``(None, targets)``
     where some string has a target at every position, or none has one."""
     supervised = targets != IGNORE
-    k = int(supervised.sum(dim=-1).max())
+    k = int(supervised.sum(dim=-1).max()) if supervised.numel() else 0
     if not 0 < k < targets.shape[-1]:
         return None, targets
     at = supervised.int().argsort(dim=-1, descending=True, stable=True)[..., :k]

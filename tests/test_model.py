@@ -239,8 +239,8 @@ def test_logits_at_some_positions_are_those_of_the_whole_pass(positions, causal)
 def test_losses_where_each_model_supervises_its_own_positions(layers):
     """:func:`model.stacked_losses` runs each model's last layer only where its targets are
     (here a different position for each model, and for one model one or two positions on each
-    string): each model's mean cross-entropy there, as PyTorch computes it from the model's
-    whole output."""
+    string): each model's mean cross-entropy there, computed by PyTorch's cross-entropy from
+    the model's whole pass."""
     config = Config(vocab=5, outputs=3, d=D, heads=HEADS, layers=layers, positions="learned",
                     max_length=16)
     seeds = [1, 2, 3]
@@ -390,17 +390,18 @@ def test_bad_input_to_the_model():
     with pytest.raises(ValueError, match="causal"):
         extend(params, torch.zeros(1, 2, dtype=torch.long),
                Config(vocab=5, outputs=3, d=D, heads=HEADS, layers=LAYERS, causal=False))
-    for bad, error in ((torch.tensor([[2.0]] * 2), TypeError), (torch.tensor([1]), TypeError),
-                       (torch.tensor([[1]] * 3), TypeError), (torch.tensor([[3]] * 2), ValueError),
+    for bad, error in ((torch.tensor([[2.0]] * 2), TypeError), (torch.tensor([1]), ValueError),
+                       (torch.tensor([[1]] * 3), ValueError), (torch.tensor([[3]] * 2), ValueError),
                        (torch.tensor([[0], [-1]]), ValueError),
-                       (torch.zeros(2, 0, dtype=torch.long), ValueError), (1, TypeError)):
+                       (torch.zeros(2, 0, dtype=torch.long), ValueError), (1, TypeError),
+                       (torch.tensor([[1]] * 2, device="meta"), ValueError)):
         with pytest.raises(error, match="at must"):
             logits(params, torch.zeros(2, 3, dtype=torch.long), config, at=bad)
     stacked = model.stack(config, [0, 1])
     forward = model.stacked_logits(config)
-    for bad, error in ((torch.tensor([[1], [1]]), TypeError),
+    for bad, error in ((torch.tensor([[1], [1]]), ValueError),
                        (torch.tensor([[[0]], [[3]]]), ValueError),
-                       (3, ValueError), (-4, ValueError), (True, TypeError)):
+                       (3, ValueError), (-4, ValueError), (True, TypeError), (1.0, TypeError)):
         with pytest.raises(error, match="at must"):
             forward(stacked, torch.zeros(2, 1, 3, dtype=torch.long), at=bad)
     with pytest.raises(ValueError, match="batches must give"):
