@@ -50,7 +50,8 @@ lab: $(READY)
 	$(BIN)/jupyter-lab --notebook-dir=book $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## test: lint; unit tests; every chapter under nbval (quick profile) with one of make robust's
-## seeds, its outputs kept (tools/nbval_outputs.py); the slow whole-book checks last (the HTML
+## seeds, its outputs kept (tools/nbval_outputs.py; tools/nbval_kernels.py starts a kernel that dies
+## as it starts again); the slow whole-book checks last (the HTML
 ## and the PDF built from those outputs and checked in Chromium, each chapter's editions graded
 ## with the book's seed, every chapter and student edition opened in JupyterLab, a chapter run
 ## from a fresh venv). Each stage runs on
@@ -65,7 +66,7 @@ test: $(COURSE_READY) chromium latex bubblewrap slurm
 	BOOK_SCALE=quick $(BIN)/python -m pytest tests -m "not slow" $(XDIST)
 	rm -rf $(EXECUTED)
 	EXECUTED_NOTEBOOKS=$(EXECUTED) BOOK_SEED=1 BOOK_SCALE=quick \
-		$(BIN)/python -m pytest book $(XDIST) --dist loadscope -p nbval_outputs
+		$(BIN)/python -m pytest book $(XDIST) --dist loadscope -p nbval_outputs -p nbval_kernels
 	EXECUTED_NOTEBOOKS=$(EXECUTED) BOOK_SCALE=quick $(BIN)/python -m pytest tests -m slow $(XDIST)
 
 ## chromium: Debian's browser, for the browser check of the built book (installed when missing;
@@ -131,7 +132,7 @@ ROBUST_SEEDS ?= 1 2 3
 robust: $(READY)
 	for seed in $(ROBUST_SEEDS); do \
 		echo "== BOOK_SEED=$$seed, two threads"; \
-		BOOK_SEED=$$seed COMPANION_THREADS=2 BOOK_SCALE=quick $(BIN)/python -m pytest book \
+		BOOK_SEED=$$seed COMPANION_THREADS=2 BOOK_SCALE=quick $(BIN)/python -m pytest book -p nbval_kernels \
 			|| exit 1; \
 	done
 
