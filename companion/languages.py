@@ -80,6 +80,13 @@ def majority(w) -> torch.Tensor | bool:
     return _answer(2 * strings.sum(dim=1) > strings.shape[1], w)
 
 
+def ordered(w) -> torch.Tensor | bool:
+    """ORDERED: the strings with no 1 before a 0, ``0^a 1^b`` ([vandoornmalen2026order]; the
+    language of Chapter 5's B-RASP program ``no_10``). Strings of length 0 and 1 are ordered."""
+    strings = as_strings(w)
+    return _answer((strings[:, 1:] >= strings[:, :-1]).all(dim=1), w)
+
+
 def random_strings(batch: int, m: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """``batch`` strings of length ``m`` drawn uniformly from {0,1}^m: ``LongTensor[batch, m]``.
 

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
+import companion.heads
 from companion import (
     attention,
     circuits,
@@ -143,6 +144,7 @@ CASES = [
     ("parity", languages.parity, "w", BAD_STRINGS),
     ("first", languages.first, "w", BAD_STRINGS),
     ("majority", languages.majority, "w", BAD_STRINGS),
+    ("ordered", languages.ordered, "w", BAD_STRINGS),
     ("random_strings batch", lambda v: languages.random_strings(v, 3), "batch", bad_ints(1)),
     ("random_strings m", lambda v: languages.random_strings(2, v), "m", bad_ints(0)),
     ("random_strings generator", lambda v: languages.random_strings(2, 3, v), "generator",
@@ -193,6 +195,10 @@ CASES = [
         return_hidden=v), "return_hidden", BAD_BOOLS),
     ("two_switch_network", feedforward.two_switch_network, "dtype", BAD_DTYPES),
     # constructions
+    ("ordered_two_heads w", companion.heads.ordered_two_heads(), "w", BAD_STRINGS),
+    ("ordered_targets w", companion.heads.ordered_targets, "w", BAD_STRINGS),
+    ("attention_error_bound n", companion.heads.attention_error_bound, "n",
+     bad_ints(1, companion.heads.MAX_LENGTH)),
     ("parity_transformer c", constructions.parity_transformer, "c", bad_numbers(above=0)),
     ("parity_transformer layernorm", lambda v: constructions.parity_transformer(layernorm=v),
      "layernorm", BAD_BOOLS),
@@ -495,7 +501,7 @@ BIT_STRINGS = st.text(alphabet="01", max_size=12)
 def test_a_str_is_one_string_everywhere(w):
     batch = languages.as_strings(w)
     assert batch.shape == (1, len(w))
-    for language in (languages.parity, languages.first, languages.majority):
+    for language in (languages.parity, languages.first, languages.majority, languages.ordered):
         assert language(w) == bool(language(batch)[0])
     assert evaluation.logits(PARITY, w).shape == (1,)
     assert training.Recognizer("first")(w).shape == (1,)
