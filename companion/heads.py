@@ -152,12 +152,18 @@ def ordered_targets(w) -> torch.Tensor:
     return torch.stack([i0, bits[:, 0], i1, bits[:, 1]], dim=1).double()
 
 
+def _readings(layer: LastPositionLayer, w) -> torch.Tensor:
+    """What ``layer``'s heads read at the last position, ``[B, 4]`` in the order of
+    :data:`READ`."""
+    if not isinstance(layer, LastPositionLayer):
+        raise TypeError(f"layer must be a LastPositionLayer, got {type(layer).__name__}")
+    return layer.readout(w)[:, [layer.layout[name] for name in READ]]
+
+
 def reading_error(layer: LastPositionLayer, w) -> torch.Tensor:
     """Each string's largest distance between what ``layer``'s heads read (the dimensions
     :data:`READ`) and :func:`ordered_targets`: ``[B]``, float64."""
-    if not isinstance(layer, LastPositionLayer):
-        raise TypeError(f"layer must be a LastPositionLayer, got {type(layer).__name__}")
-    read = layer.readout(w)[:, [layer.layout[name] for name in READ]]
+    read = _readings(layer, w)
     return (read - ordered_targets(w).to(read)).abs().max(dim=1).values
 
 
@@ -165,8 +171,8 @@ def attention_error_bound(n: int) -> float:
     """``n (n - 1) / 2 * e^-n``: how far, at most, each attention output of
     :func:`ordered_two_heads` is from its target on strings of length ``n``. Every other position
     has a score at least ``n`` below the target's (eqs. 10-11; for the constant strings, the
-    text after them), so weight at most ``e^-n``, and
-    the distances to the target sum to at most ``n (n - 1) / 2``."""
+    text after them), so weight at most ``e^-n``, and the distances to the target sum to at most
+    ``n (n - 1) / 2``."""
     n = check_int(n, "n", minimum=1, maximum=MAX_LENGTH)
     return n * (n - 1) / 2 * math.exp(-n)
 
@@ -179,12 +185,9 @@ def printed_output_test(layer: LastPositionLayer, w, as_printed: bool = True) ->
     ``|i1* - 1 - i0*| < 0.2``. The heads give ``i0* ~ n`` and ``i1* ~ 1`` on a constant string
     (as §3.1 says one sentence earlier), so ``as_printed=False`` tests
     ``|i0* - n| + |i1* - 1| < 0.2`` instead."""
-    if not isinstance(layer, LastPositionLayer):
-        raise TypeError(f"layer must be a LastPositionLayer, got {type(layer).__name__}")
     as_printed = check_bool(as_printed, "as_printed")
-    read = layer.readout(w)
+    i0, x_n, i1, x_1 = _readings(layer, w).unbind(dim=1)
     n = as_strings(w).shape[1]
-    i0, x_n, i1, x_1 = (read[:, layer.layout[name]] for name in READ)
     near, far = (1, n) if as_printed else (n, 1)
     constant = (i0 - near).abs() + (i1 - far).abs() < 0.2
     return torch.where(constant, (x_1 - x_n).abs() < 0.5, (i1 - 1 - i0).abs() < 0.2)
